@@ -1,0 +1,13 @@
+//! The `burrow` command.
+
+mod cli;
+mod commands;
+mod context;
+mod exit;
+mod hints;
+mod policy_args;
+mod sinks;
+
+fn main() -> std::process::ExitCode {
+    commands::run_main()
+}

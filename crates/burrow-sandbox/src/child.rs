@@ -1,0 +1,177 @@
+//! The cell's set-up, run by its init (PID 1 of the new namespaces) right after the clone.
+//!
+//! One ordered sequence, each step commented with why it sits where it does. Any failure is
+//! reported to burrow with the step that failed, and the init exits with 125.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use burrow_policy::NetworkMode;
+use rustix::process::DumpableBehavior;
+
+use crate::command::PreparedCommand;
+use crate::error::Step;
+use crate::init::{self, CommandFds};
+use crate::landlock::Enforcement;
+use crate::mounts::{self, MountPlan};
+use crate::report::{AtStep, Report, StepError};
+use crate::rlimit::RlimitPlan;
+use crate::seccomp::SeccompProgram;
+use crate::spec::CellSpec;
+use crate::sys;
+
+/// What the parent prepared for the child, before the clone.
+pub(crate) struct ChildPlan<'a> {
+    /// When spawning began, for the debug log's timings.
+    pub(crate) started: std::time::Instant,
+    pub(crate) spec: &'a CellSpec,
+    pub(crate) mounts: &'a MountPlan,
+    pub(crate) seccomp: &'a SeccompProgram,
+    pub(crate) rlimits: &'a RlimitPlan,
+    pub(crate) command: &'a PreparedCommand,
+    /// The cell's pid_max, when it bounds the number of processes.
+    pub(crate) pid_max: Option<u64>,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+}
+
+/// The child's ends of the pipes to burrow.
+pub(crate) struct ChildFds {
+    pub(crate) stdout: OwnedFd,
+    pub(crate) stderr: OwnedFd,
+    pub(crate) report: OwnedFd,
+    pub(crate) go: OwnedFd,
+}
+
+/// Runs in the cloned child: sets the cell up, then becomes its init. Never returns.
+pub(crate) fn run(plan: &ChildPlan<'_>, fds: ChildFds) -> ! {
+    let report = fds.report.as_raw_fd();
+    // A panic must not unwind into the parent's code, of which the child holds a copy.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let umask = set_up(plan, &fds)?;
+        Ok::<_, StepError>(umask)
+    }));
+    match outcome {
+        Ok(Ok(umask)) => init::run(
+            plan.command,
+            CommandFds {
+                stdout: fds.stdout,
+                stderr: fds.stderr,
+                report: fds.report,
+            },
+            plan.spec.stdin,
+            umask,
+        ),
+        Ok(Err(error)) => {
+            // SAFETY: `report` is the child's report pipe, open for the life of this process.
+            error
+                .report()
+                .send(unsafe { std::os::fd::BorrowedFd::borrow_raw(report) });
+            sys::exit_now(125)
+        }
+        Err(_) => sys::exit_now(125),
+    }
+}
+
+/// The set-up sequence. Returns the caller's umask, for the command.
+fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, StepError> {
+    // 1. Die with burrow: when the thread that cloned this process exits, the kernel sends
+    //    SIGKILL here, and the death of a pid namespace's init kills everything in it.
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .at(Step::ParentDeathSignal)?;
+
+    // 2. Start creating the network namespace on another CPU (see netns.rs): it is the slowest
+    //    step, and nothing needs it before the loopback interface below.
+    let network = match plan.spec.network {
+        NetworkMode::Host => None,
+        NetworkMode::None | NetworkMode::Loopback => {
+            Some(crate::netns::NetnsHelper::start().at(Step::Loopback)?)
+        }
+    };
+
+    // 3. Map the caller's uid and gid: until then the new user namespace has no ids at all.
+    crate::userns::map_caller(plan.uid, plan.gid)?;
+    log_step(plan, "user namespace mapped");
+
+    // 4. Create files with exactly the modes asked for while building; the command gets the
+    //    caller's umask back.
+    let caller_umask = rustix::process::umask(rustix::fs::Mode::empty());
+
+    // 5. Build the root and pivot into it; the host's tree is detached for good.
+    let new_root = mounts::build_root(plan.mounts, plan.pid_max)?;
+    mounts::enter_root(new_root, &plan.mounts.cwd)?;
+    log_step(plan, "root built and entered");
+
+    // 6. Name the host; join the private network and bring its loopback up (these need
+    //    CAP_SYS_ADMIN and CAP_NET_ADMIN here, so they precede dropping capabilities).
+    rustix::system::sethostname(plan.spec.hostname.as_bytes()).at(Step::Hostname)?;
+    if let Some(helper) = network {
+        helper.join().at(Step::Loopback)?;
+        sys::bring_loopback_up().at(Step::Loopback)?;
+    }
+    log_step(plan, "network joined");
+
+    // 7. Wait until burrow has moved this process into the cell's cgroup, so that the command
+    //    starts inside it. End of file means burrow died: stop here.
+    wait_for_parent(fds.go.as_fd())?;
+    log_step(plan, "placed in cgroup");
+
+    // 8. Resource limits, inherited by the command; hard limits cannot be raised again.
+    plan.rlimits.apply()?;
+
+    // 9. A new session with no controlling terminal (a sandboxed process cannot inject input
+    //    into the caller's terminal), and no core dumps or /proc access to this init's memory
+    //    and descriptors (the command must not reach the report pipe through /proc/1/fd).
+    rustix::process::setsid().at(Step::NewSession)?;
+    rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable).at(Step::NewSession)?;
+
+    // 10. Capabilities go before no_new_privs and Landlock: the bounding set and securebits need
+    //    CAP_SETPCAP, and without CAP_SYS_ADMIN Landlock requires no_new_privs.
+    crate::caps::drop_all()?;
+    rustix::thread::set_no_new_privs(true).at(Step::NoNewPrivs)?;
+    log_step(plan, "capabilities dropped");
+
+    // 11. Landlock, then seccomp last, so that the filter applies to everything after it.
+    match crate::landlock::apply(&plan.mounts.writable, plan.spec.network)? {
+        Enforcement::Full | Enforcement::Partial => {}
+        Enforcement::None if plan.spec.allow_degraded => Report::Degraded {
+            step: Step::Landlock,
+            detail: "the kernel does not enforce Landlock".to_owned(),
+        }
+        .send(fds.report.as_fd()),
+        Enforcement::None => {
+            return Err(std::io::Error::other(
+                "the kernel does not enforce Landlock",
+            ))
+            .at(Step::Landlock);
+        }
+    }
+    plan.seccomp.install().at(Step::Seccomp)?;
+    log_step(plan, "landlock and seccomp applied");
+
+    // 12. Credential changes clear the parent-death signal; none happened, but re-arming it is
+    //     cheap insurance for the rest of the cell's life.
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .at(Step::ParentDeathSignal)?;
+    Ok(caller_umask)
+}
+
+/// `BURROW_LOG=debug` shows each step of the set-up and when it finished.
+fn log_step(plan: &ChildPlan<'_>, step: &str) {
+    tracing::debug!(
+        step,
+        elapsed_us = plan.started.elapsed().as_micros() as u64,
+        "cell set-up"
+    );
+}
+
+fn wait_for_parent(go: std::os::fd::BorrowedFd<'_>) -> Result<(), StepError> {
+    let mut byte = [0u8; 1];
+    loop {
+        match rustix::io::read(go, &mut byte) {
+            Ok(1) => return Ok(()),
+            Ok(_) => sys::exit_now(125),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(error) => return Err(error).at(Step::WaitForParent),
+        }
+    }
+}

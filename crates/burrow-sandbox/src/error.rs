@@ -1,0 +1,292 @@
+//! Errors of the sandbox, one per set-up step, each carrying the OS error and saying what to do.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// A step of building a cell. The cell's init reports the step that failed, so the message can
+/// name the layer and how to fix it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Step {
+    /// Arranging for the cell to die with burrow.
+    ParentDeathSignal = 1,
+    /// Denying setgroups(2), as an unprivileged gid map requires.
+    Setgroups,
+    /// Writing the user id map.
+    UidMap,
+    /// Writing the group id map.
+    GidMap,
+    /// Making every mount private so nothing propagates back to the host.
+    PrivateMounts,
+    /// Cloning the host's mount tree as the cell's read-only root.
+    CloneRoot,
+    /// Making the cloned root read-only.
+    ReadOnlyRoot,
+    /// Binding a writable root.
+    BindWritable,
+    /// Keeping a path inside a writable root read-only.
+    ProtectPath,
+    /// Hiding a path.
+    HidePath,
+    /// Mounting the cell's scratch tmpfs (/tmp, /run, /dev/shm).
+    MountTmp,
+    /// Mounting /dev.
+    MountDev,
+    /// Mounting /proc.
+    MountProc,
+    /// Switching to the new root.
+    PivotRoot,
+    /// Detaching the host's root.
+    DetachOldRoot,
+    /// Setting the hostname.
+    Hostname,
+    /// Bringing up the loopback interface.
+    Loopback,
+    /// Entering the working directory.
+    Chdir,
+    /// Waiting for burrow to place the cell in its cgroup.
+    WaitForParent,
+    /// Setting resource limits.
+    Rlimits,
+    /// Starting a new session, detached from the terminal.
+    NewSession,
+    /// Dropping capabilities.
+    Capabilities,
+    /// Setting no_new_privs.
+    NoNewPrivs,
+    /// Applying Landlock rules.
+    Landlock,
+    /// Installing the seccomp filter.
+    Seccomp,
+    /// Setting up signal forwarding in the cell's init.
+    Signals,
+    /// Starting the command.
+    Fork,
+}
+
+impl Step {
+    pub(crate) fn from_u8(value: u8) -> Option<Step> {
+        use Step::*;
+        const ALL: [Step; 27] = [
+            ParentDeathSignal,
+            Setgroups,
+            UidMap,
+            GidMap,
+            PrivateMounts,
+            CloneRoot,
+            ReadOnlyRoot,
+            BindWritable,
+            ProtectPath,
+            HidePath,
+            MountTmp,
+            MountDev,
+            MountProc,
+            PivotRoot,
+            DetachOldRoot,
+            Hostname,
+            Loopback,
+            Chdir,
+            WaitForParent,
+            Rlimits,
+            NewSession,
+            Capabilities,
+            NoNewPrivs,
+            Landlock,
+            Seccomp,
+            Signals,
+            Fork,
+        ];
+        ALL.into_iter().find(|step| *step as u8 == value)
+    }
+
+    /// What the step does, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Step::ParentDeathSignal => "tie the cell's life to burrow's",
+            Step::Setgroups => "deny setgroups in the user namespace",
+            Step::UidMap => "map the user id into the user namespace",
+            Step::GidMap => "map the group id into the user namespace",
+            Step::PrivateMounts => "make the cell's mounts private",
+            Step::CloneRoot => "clone the host's mount tree",
+            Step::ReadOnlyRoot => "make the cell's root read-only",
+            Step::BindWritable => "bind a writable root",
+            Step::ProtectPath => "keep a path inside a writable root read-only",
+            Step::HidePath => "hide a path",
+            Step::MountTmp => "mount the private /tmp",
+            Step::MountDev => "mount /dev",
+            Step::MountProc => "mount /proc",
+            Step::PivotRoot => "switch to the cell's root",
+            Step::DetachOldRoot => "detach the host's root",
+            Step::Hostname => "set the hostname",
+            Step::Loopback => "bring up the loopback interface",
+            Step::Chdir => "enter the working directory",
+            Step::WaitForParent => "wait for burrow to place the cell in its cgroup",
+            Step::Rlimits => "set resource limits",
+            Step::NewSession => "start a new session",
+            Step::Capabilities => "drop capabilities",
+            Step::NoNewPrivs => "set no_new_privs",
+            Step::Landlock => "apply Landlock rules",
+            Step::Seccomp => "install the seccomp filter",
+            Step::Signals => "set up signal forwarding",
+            Step::Fork => "start the command",
+        }
+    }
+
+    /// What a person can do about a failure of this step.
+    pub fn fix(self, errno: i32) -> &'static str {
+        match (self, errno) {
+            (Step::UidMap | Step::GidMap | Step::Setgroups, _) => {
+                "user namespaces seem restricted on this host (kernel.unprivileged_userns_clone, \
+                 or AppArmor's kernel.apparmor_restrict_unprivileged_userns); run `burrow doctor`"
+            }
+            (Step::MountProc, libc::EPERM) => {
+                "this host covers parts of /proc (as containers do), so a fresh /proc cannot be \
+                 mounted; run burrow on the host or in a container with an unmasked /proc"
+            }
+            (
+                Step::BindWritable | Step::HidePath | Step::ProtectPath,
+                libc::ELOOP | libc::EXDEV,
+            ) => {
+                "a path changed into a symlink while the cell was being built; check who else \
+                 writes there"
+            }
+            (Step::Landlock, _) => {
+                "the kernel did not enforce Landlock; run `burrow doctor`, or pass \
+                 --allow-degraded to run without it"
+            }
+            (Step::Seccomp, _) => "the kernel refused the seccomp filter; run `burrow doctor`",
+            _ => "run `burrow doctor` to see which isolation features this host lacks",
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// Why a cell could not be started or supervised.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// A step inside the new cell failed.
+    #[error("cannot {step}{detail}: {source}; {fix}", detail = detail_suffix(detail), fix = step.fix(source.raw_os_error().unwrap_or(0)))]
+    Setup {
+        /// The step.
+        step: Step,
+        /// Which path or value it was working on, if any.
+        detail: String,
+        /// What the kernel said.
+        source: io::Error,
+    },
+    /// Creating the namespaces failed.
+    #[error("cannot create the cell's namespaces: {source}; {fix}", fix = namespace_fix(source))]
+    Namespaces {
+        /// What the kernel said.
+        source: io::Error,
+    },
+    /// A path the policy names is unusable.
+    #[error("{path}: {reason}")]
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A layer the policy requires is not available and degradation was not allowed.
+    #[error("{layer} is not available: {reason}; {fix}")]
+    LayerUnavailable {
+        /// The layer.
+        layer: &'static str,
+        /// Why.
+        reason: String,
+        /// What to do.
+        fix: &'static str,
+    },
+    /// Cgroup set-up failed.
+    #[error("cannot set up the cell's cgroup: {0}")]
+    Cgroup(String),
+    /// The process is multi-threaded, and cells are cloned without the help of libc.
+    #[error("cells must be started from a single-threaded process ({threads} threads here)")]
+    MultiThreaded {
+        /// How many threads there are.
+        threads: u64,
+    },
+    /// The command cannot be passed to execve.
+    #[error("{0}")]
+    InvalidCommand(String),
+    /// Building the seccomp program failed.
+    #[error("cannot compile the seccomp filter: {0}")]
+    Seccomp(String),
+    /// Any other OS error of burrow's own, with what it was doing.
+    #[error("cannot {doing}: {source}")]
+    Io {
+        /// What burrow was doing.
+        doing: &'static str,
+        /// What the kernel said.
+        source: io::Error,
+    },
+}
+
+impl SandboxError {
+    pub(crate) fn io(doing: &'static str) -> impl FnOnce(io::Error) -> SandboxError {
+        move |source| SandboxError::Io { doing, source }
+    }
+}
+
+fn detail_suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
+    }
+}
+
+fn namespace_fix(error: &io::Error) -> &'static str {
+    match error.raw_os_error() {
+        Some(libc::EPERM | libc::EACCES) => {
+            "unprivileged user namespaces are disabled here; enable them (sysctl \
+             kernel.unprivileged_userns_clone=1, or an AppArmor profile for burrow) and run \
+             `burrow doctor`"
+        }
+        Some(libc::ENOSPC) => {
+            "the namespace limit is reached (user.max_user_namespaces and friends); raise it or \
+             stop stale cells"
+        }
+        Some(libc::EINVAL) => "this kernel lacks a namespace burrow needs; run `burrow doctor`",
+        _ => "run `burrow doctor`",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_round_trip_through_their_wire_number() {
+        for value in 0..=u8::MAX {
+            if let Some(step) = Step::from_u8(value) {
+                assert_eq!(step as u8, value);
+            }
+        }
+        assert_eq!(Step::from_u8(Step::Fork as u8), Some(Step::Fork));
+        assert_eq!(Step::from_u8(0), None);
+    }
+
+    #[test]
+    fn setup_errors_are_one_line_with_a_fix() {
+        let error = SandboxError::Setup {
+            step: Step::UidMap,
+            detail: String::new(),
+            source: io::Error::from_raw_os_error(libc::EPERM),
+        };
+        let text = error.to_string();
+        assert!(
+            text.starts_with("cannot map the user id into the user namespace: "),
+            "{text}"
+        );
+        assert!(text.contains("burrow doctor"), "{text}");
+        assert!(!text.contains('\n'));
+    }
+}

@@ -1,0 +1,346 @@
+//! Starting a command: in a new cell, or on the host backend.
+//!
+//! Everything that can be prepared before the clone is (paths, argv, the seccomp program, the
+//! cgroup), so the child does only what must happen inside the new namespaces.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::Instant;
+
+use burrow_policy::Backend;
+use rustix::pipe::PipeFlags;
+
+use crate::cgroup::{CellCgroup, CgroupLayout, CgroupNeeds};
+use crate::child::{self, ChildFds, ChildPlan};
+use crate::command::PreparedCommand;
+use crate::error::SandboxError;
+use crate::mounts::MountPlan;
+use crate::outcome::{Degradation, LimitEnforcement, Mechanism};
+use crate::rlimit::RlimitPlan;
+use crate::seccomp::SeccompProgram;
+use crate::spec::CellSpec;
+use crate::sys::{self, Forked};
+
+/// Pipe buffers for the command's output: larger buffers mean fewer wake-ups per megabyte.
+const OUTPUT_PIPE_SIZE: usize = 1024 * 1024;
+
+/// How burrow stops what it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A cell: signals go to its init, which forwards them; SIGKILL to the init ends the cell.
+    Cell,
+    /// A host process group led by the command.
+    HostGroup(libc::pid_t),
+}
+
+/// A started command. Call [`Cell::wait`](crate::Cell::wait) to collect its output and status;
+/// dropping it unwaited kills it.
+#[derive(Debug)]
+pub struct Cell {
+    pub(crate) target: Target,
+    pub(crate) pidfd: OwnedFd,
+    pub(crate) stdout: OwnedFd,
+    pub(crate) stderr: OwnedFd,
+    pub(crate) report: OwnedFd,
+    pub(crate) cgroup: Option<CellCgroup>,
+    pub(crate) started: Instant,
+    pub(crate) degraded: Vec<Degradation>,
+    pub(crate) limits: LimitEnforcement,
+    pub(crate) reaped: bool,
+}
+
+impl Cell {
+    /// Starts `spec`'s command under its backend.
+    ///
+    /// The sandbox backend clones the calling process, so the caller must be single-threaded.
+    pub fn spawn(spec: &CellSpec) -> Result<Cell, SandboxError> {
+        match spec.backend {
+            Backend::Sandbox => spawn_cell(spec),
+            Backend::Host => crate::host::spawn(spec),
+        }
+    }
+
+    /// Sends SIGKILL to everything the command runs as.
+    pub(crate) fn kill(&self) {
+        match self.target {
+            Target::Cell => {
+                let _ =
+                    rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::KILL);
+            }
+            Target::HostGroup(group) => {
+                // SAFETY: kill(2) on a process group we created; no memory involved.
+                unsafe { libc::kill(-group, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+impl Drop for Cell {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill();
+            let _ = rustix::process::waitid(
+                rustix::process::WaitId::PidFd(self.pidfd.as_fd()),
+                rustix::process::WaitIdOptions::EXITED,
+            );
+        }
+    }
+}
+
+/// Pipes between burrow and a new process: burrow's ends and the child's.
+pub(crate) struct Pipes {
+    pub(crate) stdout: (OwnedFd, OwnedFd),
+    pub(crate) stderr: (OwnedFd, OwnedFd),
+    pub(crate) report: (OwnedFd, OwnedFd),
+}
+
+impl Pipes {
+    pub(crate) fn new() -> Result<Pipes, SandboxError> {
+        let pipe = || {
+            rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(|e| SandboxError::Io {
+                doing: "create pipes",
+                source: e.into(),
+            })
+        };
+        let pipes = Pipes {
+            stdout: pipe()?,
+            stderr: pipe()?,
+            report: pipe()?,
+        };
+        for (read, write) in [&pipes.stdout, &pipes.stderr] {
+            // Best effort: the system's pipe-max-size may be lower.
+            let _ = rustix::pipe::fcntl_setpipe_size(write, OUTPUT_PIPE_SIZE);
+            set_nonblocking(read)?;
+        }
+        set_nonblocking(&pipes.report.0)?;
+        Ok(pipes)
+    }
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
+    let flags = rustix::fs::fcntl_getfl(fd).map_err(|e| SandboxError::Io {
+        doing: "configure a pipe",
+        source: e.into(),
+    })?;
+    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK).map_err(|e| {
+        SandboxError::Io {
+            doing: "configure a pipe",
+            source: e.into(),
+        }
+    })
+}
+
+/// Accepts a missing layer when the policy allows degradation, or refuses.
+pub(crate) fn degrade_or_fail(
+    spec: &CellSpec,
+    degraded: &mut Vec<Degradation>,
+    layer: &'static str,
+    reason: String,
+    fix: &'static str,
+) -> Result<(), SandboxError> {
+    if spec.allow_degraded {
+        degraded.push(Degradation {
+            layer: layer.to_owned(),
+            reason,
+        });
+        Ok(())
+    } else {
+        Err(SandboxError::LayerUnavailable { layer, reason, fix })
+    }
+}
+
+/// What bounds the number of a cell's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProcessLimit {
+    /// RLIMIT_NPROC, which counts the processes of the cell's user in its user namespace.
+    Rlimit,
+    /// The cell's own pid_max.
+    PidMax(u64),
+    /// A pids cgroup.
+    Cgroup,
+}
+
+/// The kernel exempts root from RLIMIT_NPROC, so a cell started by root needs another bound.
+///
+/// Since Linux 6.14 each pid namespace has its own `kernel.pid_max`. Pid numbers below 300 are
+/// not reused once allocation has wrapped, so `pids + 301` lets the cell run at least `pids`
+/// tasks at any time and never more than `pids + 300`: a bound on a fork bomb that costs one
+/// write. A pids cgroup is exact, but moving a process into one waits for an RCU grace period
+/// whenever no other cgroup move happened in the last few milliseconds (about 12 ms here), which
+/// would dominate every command; it is used when root asks for fewer than 300 processes, or on
+/// older kernels, whose pid_max is global and must not be touched.
+fn process_limit(root: bool, pids: u64) -> ProcessLimit {
+    const PID_MAX_RESERVED: u64 = 300;
+    if !root {
+        ProcessLimit::Rlimit
+    } else if pids >= PID_MAX_RESERVED && sys::kernel_at_least(6, 14) {
+        ProcessLimit::PidMax(pids + PID_MAX_RESERVED + 1)
+    } else {
+        ProcessLimit::Cgroup
+    }
+}
+
+fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
+    let started = Instant::now();
+    let threads = sys::thread_count().map_err(SandboxError::io("count this process's threads"))?;
+    if threads > 1 {
+        return Err(SandboxError::MultiThreaded { threads });
+    }
+
+    let mounts = MountPlan::prepare(spec)?;
+    let command = PreparedCommand::new(&spec.argv, &spec.env)?;
+    let seccomp = SeccompProgram::for_network(spec.network)
+        .map_err(|error| SandboxError::Seccomp(error.to_string()))?;
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    let root = rustix::process::geteuid().is_root();
+
+    // The cell's init counts as one process besides the command's.
+    let pids = spec.limits.pids.saturating_add(1);
+    let pids_by = process_limit(root, pids);
+    let needs = CgroupNeeds {
+        memory: spec.limits.memory.map(|m| m.bytes()),
+        pids: (pids_by == ProcessLimit::Cgroup).then_some(pids),
+        cpus: spec.limits.cpus,
+    };
+    let layout = if needs == CgroupNeeds::default() {
+        CgroupLayout::default()
+    } else {
+        CgroupLayout::detect().map_err(SandboxError::io("read this process's cgroups"))?
+    };
+    let cgroups = CellCgroup::create(&layout, needs)
+        .map_err(|error| SandboxError::Cgroup(error.to_string()))?;
+    let mut degraded = Vec::new();
+    if needs.pids.is_some() && cgroups.pids.is_none() {
+        degrade_or_fail(
+            spec,
+            &mut degraded,
+            "the process limit",
+            "burrow runs as root, which RLIMIT_NPROC does not bind; this kernel has no \
+             per-namespace pid_max (Linux 6.14) and no pids cgroup is writable"
+                .to_owned(),
+            "give burrow a writable pids cgroup, or pass --allow-degraded",
+        )?;
+    }
+    if needs.cpus.is_some() && cgroups.cpus.is_none() {
+        degrade_or_fail(
+            spec,
+            &mut degraded,
+            "the CPU limit",
+            "no writable cpu cgroup controller".to_owned(),
+            "give burrow a writable cpu cgroup, or drop --cpus (or pass --allow-degraded)",
+        )?;
+    }
+    let rlimits = RlimitPlan::new(&spec.limits, 1, true, cgroups.memory.is_some());
+    let limits = LimitEnforcement {
+        memory: match (cgroups.memory, spec.limits.memory) {
+            (Some(version), _) => Some(version.into()),
+            (None, Some(_)) => Some(Mechanism::Rlimit),
+            (None, None) => None,
+        },
+        pids: match pids_by {
+            ProcessLimit::Rlimit => Some(Mechanism::Rlimit),
+            ProcessLimit::PidMax(_) => Some(Mechanism::PidMax),
+            ProcessLimit::Cgroup => cgroups.pids.map(Mechanism::from),
+        },
+        cpus: cgroups.cpus.map(Mechanism::from),
+    };
+    debug_assert!(
+        spec.limits.memory.is_none() || cgroups.memory.is_some() || rlimits.limits_address_space()
+    );
+
+    let pipes = Pipes::new()?;
+    let (go_read, go_write) =
+        rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(|e| SandboxError::Io {
+            doing: "create pipes",
+            source: e.into(),
+        })?;
+
+    // No CLONE_NEWNET: the cell's init creates its network namespace in parallel with the rest
+    // of its set-up (see netns.rs).
+    let flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP;
+    tracing::debug!(
+        elapsed_us = started.elapsed().as_micros() as u64,
+        writable = mounts.writable.len(),
+        hidden = mounts.hidden.len(),
+        "cell planned; cloning it"
+    );
+
+    let forked = sys::clone_into_namespaces(flags as u64)
+        .map_err(|source| SandboxError::Namespaces { source })?;
+    let (pid, pidfd) = match forked {
+        Forked::Child => {
+            let Pipes {
+                stdout,
+                stderr,
+                report,
+            } = pipes;
+            drop((stdout.0, stderr.0, report.0, go_write));
+            let plan = ChildPlan {
+                started,
+                spec,
+                mounts: &mounts,
+                seccomp: &seccomp,
+                rlimits: &rlimits,
+                command: &command,
+                pid_max: match pids_by {
+                    ProcessLimit::PidMax(value) => Some(value),
+                    ProcessLimit::Rlimit | ProcessLimit::Cgroup => None,
+                },
+                uid,
+                gid,
+            };
+            child::run(
+                &plan,
+                ChildFds {
+                    stdout: stdout.1,
+                    stderr: stderr.1,
+                    report: report.1,
+                    go: go_read,
+                },
+            )
+        }
+        Forked::Parent { pid, pidfd } => (pid, pidfd),
+    };
+    drop(go_read);
+    let Pipes {
+        stdout,
+        stderr,
+        report,
+    } = pipes;
+    drop((stdout.1, stderr.1, report.1));
+
+    let mut cell = Cell {
+        target: Target::Cell,
+        pidfd,
+        stdout: stdout.0,
+        stderr: stderr.0,
+        report: report.0,
+        cgroup: cgroups.cgroup,
+        started,
+        degraded,
+        limits,
+        reaped: false,
+    };
+    if let Some(cgroup) = &cell.cgroup
+        && let Err(error) = cgroup.add(pid)
+    {
+        // Dropping the cell kills and reaps it.
+        cell.cgroup = None;
+        return Err(SandboxError::Cgroup(format!(
+            "cannot move the cell into it: {error}"
+        )));
+    }
+    tracing::debug!(
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "cell cloned and placed"
+    );
+    // The child may already have failed and exited; its report says why, so EPIPE is fine.
+    let _ = rustix::io::write(&go_write, &[1]);
+    drop(go_write);
+    Ok(cell)
+}

@@ -100,7 +100,22 @@ fn path_hints(context: &HintContext<'_>) -> Vec<String> {
         if path == Path::new("/") || seen.iter().any(|p| p == path) {
             continue;
         }
-        let hint = if let Some(hidden) = fs.hidden.iter().find(|hidden| path.starts_with(hidden)) {
+        let hint = if ["/proc", "/sys"]
+            .iter()
+            .any(|kernel| path.starts_with(kernel))
+        {
+            Some(format!(
+                "{} is a kernel interface, read-only inside the sandbox: a sandboxed command \
+                 cannot change kernel settings",
+                path.display()
+            ))
+        } else if path.starts_with("/dev") {
+            Some(format!(
+                "{}: the sandbox's /dev holds only null, zero, full, random, urandom, tty and \
+                 ptys, and nothing can be created there",
+                path.display()
+            ))
+        } else if let Some(hidden) = fs.hidden.iter().find(|hidden| path.starts_with(hidden)) {
             Some(format!(
                 "{} is hidden by the sandbox ({} holds credentials or was passed to --hide)",
                 path.display(),
@@ -163,5 +178,81 @@ fn writable_suggestion(path: &Path) -> &Path {
         path.parent().unwrap_or(path)
     } else {
         path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use burrow_policy::{ByteSize, NetworkMode, ResolvedFilesystem};
+    use burrow_sandbox::{Outcome, Termination};
+
+    use super::{HintContext, hints};
+
+    fn outcome(termination: Termination) -> Outcome {
+        Outcome::finished(termination, Duration::ZERO)
+    }
+
+    fn filesystem() -> ResolvedFilesystem {
+        ResolvedFilesystem {
+            writable: vec![PathBuf::from("/work/project")],
+            hidden: vec![PathBuf::from("/home/ann/.ssh")],
+            protected: vec![PathBuf::from(".git/hooks/")],
+            tmp_size: ByteSize::mib(512),
+        }
+    }
+
+    fn hints_for(stderr: &str, termination: Termination) -> Vec<String> {
+        let outcome = outcome(termination);
+        let filesystem = filesystem();
+        hints(&HintContext {
+            outcome: &outcome,
+            stderr,
+            filesystem: &filesystem,
+            network: NetworkMode::None,
+            memory_limit: None,
+            sandboxed: true,
+        })
+    }
+
+    #[test]
+    fn a_read_only_path_outside_the_roots_suggests_write() {
+        let hints = hints_for(
+            "touch: cannot touch '/etc/foo.conf': Read-only file system\n",
+            Termination::Exited(1),
+        );
+        assert_eq!(hints.len(), 1, "{hints:?}");
+        assert!(hints[0].contains("pass --write /etc"), "{hints:?}");
+    }
+
+    #[test]
+    fn hidden_kernel_and_device_paths_get_their_own_explanations() {
+        let hints = hints_for(
+            "cat: /home/ann/.ssh/id_rsa: Permission denied\n\
+             sh: 1: cannot create /proc/sys/vm/x: Read-only file system\n\
+             mknod: /dev/sda: Operation not permitted\n",
+            Termination::Exited(1),
+        );
+        assert!(hints[0].contains("hidden by the sandbox"), "{hints:?}");
+        assert!(hints[1].contains("kernel interface"), "{hints:?}");
+        assert!(hints[2].contains("/dev holds only"), "{hints:?}");
+    }
+
+    #[test]
+    fn network_errors_and_sigsys_are_explained() {
+        let hints = hints_for(
+            "OSError: [Errno 97] Address family not supported by protocol\n",
+            Termination::Exited(1),
+        );
+        assert!(hints[0].contains("--network host"), "{hints:?}");
+        let hints = hints_for("", Termination::Signaled(libc::SIGSYS));
+        assert!(hints[0].contains("seccomp"), "{hints:?}");
+    }
+
+    #[test]
+    fn success_needs_no_hint() {
+        assert!(hints_for("Read-only file system /etc/x", Termination::Exited(0)).is_empty());
     }
 }

@@ -117,6 +117,14 @@ fn cut(
         head_end = head_end.min(prefix_of_lines(&head, lines));
     }
     head_end -= cut_char_at_end(&head[..head_end]);
+    // Whole lines read better than a line cut in two: end the head after its last newline,
+    // when it has one.
+    if head_end > 0
+        && head[head_end - 1] != b'\n'
+        && let Some(newline) = memchr::memrchr(b'\n', &head[..head_end])
+    {
+        head_end = newline + 1;
+    }
     head.truncate(head_end);
 
     let mut tail_start = window.len().saturating_sub(limits.tail_bytes());
@@ -128,6 +136,15 @@ fn cut(
     let head_end_in_window = (head_end as u64).saturating_sub(window_start) as usize;
     tail_start = tail_start.max(head_end_in_window).min(window.len());
     tail_start += cut_char_at_start(&window[tail_start..]);
+    // Likewise, start the tail at the next line when the cut falls inside one and another
+    // line follows.
+    if tail_start > 0
+        && tail_start < window.len()
+        && window[tail_start - 1] != b'\n'
+        && let Some(newline) = memchr::memchr(b'\n', &window[tail_start..window.len() - 1])
+    {
+        tail_start += newline + 1;
+    }
     let gap_ends_line = tail_start.checked_sub(1).and_then(|at| window.get(at)) == Some(&b'\n');
     window.drain(..tail_start);
     let tail = window;

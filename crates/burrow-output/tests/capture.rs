@@ -144,6 +144,12 @@ fn reference(input: &[u8], limits: CaptureLimits) -> Captured {
     if let Some(lead) = ends_inside_char(input, head_end) {
         head_end = lead;
     }
+    if head_end > 0
+        && input[head_end - 1] != b'\n'
+        && let Some(newline) = input[..head_end].iter().rposition(|&b| b == b'\n')
+    {
+        head_end = newline + 1;
+    }
 
     let lines_from = |start: usize| lines.iter().filter(|line| line.end > start).count();
     let mut tail_start = len.saturating_sub(tail_bytes).max(head_end);
@@ -162,6 +168,13 @@ fn reference(input: &[u8], limits: CaptureLimits) -> Captured {
         if tail_start < len && is_continuation(input[tail_start]) {
             tail_start += 1;
         }
+    }
+    if tail_start > 0
+        && tail_start < len
+        && input[tail_start - 1] != b'\n'
+        && let Some(newline) = input[tail_start..len - 1].iter().position(|&b| b == b'\n')
+    {
+        tail_start += newline + 1;
     }
 
     let omitted_lines = lines
@@ -321,15 +334,15 @@ fn byte_cap_alone() {
 #[test]
 fn byte_and_line_caps_together() {
     let input = b"aaaaaaaaa\n".repeat(10);
-    // The head's byte budget runs out inside line 2; the tail's 15 bytes
-    // touch only 2 lines, within its line budget.
+    // The head's byte budget runs out inside line 2 and the tail's inside line
+    // 9: both cuts move to line boundaries, so only whole lines are kept.
     let captured = capture_all(&input, limits(30, Some(4)));
-    assert_eq!(captured.head, b"aaaaaaaaa\naaaaa");
-    assert_eq!(captured.tail, b"aaaa\naaaaaaaaa\n");
+    assert_eq!(captured.head, b"aaaaaaaaa\n");
+    assert_eq!(captured.tail, b"aaaaaaaaa\n");
     assert_eq!(
         captured.omitted,
         Some(Omitted {
-            bytes: 70,
+            bytes: 80,
             lines: 8
         })
     );

@@ -53,3 +53,46 @@ pub(crate) fn drop_all() -> Result<(), StepError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::in_child;
+
+    /// In a fresh user namespace a process holds every capability; drop_all leaves none, not
+    /// even in the bounding set, and locks the securebits so exec cannot restore them.
+    #[test]
+    fn drop_all_leaves_no_capability_anywhere() {
+        let result = in_child(|| {
+            // SAFETY: a single-threaded child; no descriptor table is unshared.
+            if unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWUSER) }
+                .is_err()
+            {
+                return 100;
+            }
+            let before = rustix::thread::capabilities(None).unwrap();
+            if before.effective.is_empty() {
+                return 101; // the control: a new user namespace grants capabilities
+            }
+            if super::drop_all().is_err() {
+                return 102;
+            }
+            let after = rustix::thread::capabilities(None).unwrap();
+            if !(after.effective.is_empty() && after.permitted.is_empty()) {
+                return 103;
+            }
+            for capability in 0..=40 {
+                // SAFETY: PR_CAPBSET_READ takes an integer.
+                let present = unsafe { libc::prctl(libc::PR_CAPBSET_READ, capability, 0, 0, 0) };
+                if present == 1 {
+                    return 104;
+                }
+            }
+            let bits = rustix::thread::capabilities_secure_bits().unwrap();
+            if !bits.contains(rustix::thread::CapabilitiesSecureBits::NO_ROOT_LOCKED) {
+                return 105;
+            }
+            0
+        });
+        assert_eq!(result, 0);
+    }
+}

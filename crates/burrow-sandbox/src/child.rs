@@ -80,7 +80,7 @@ fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, Step
         .at(Step::ParentDeathSignal)?;
 
     // 2. Start creating the network namespace on another CPU (see netns.rs): it is the slowest
-    //    step, and nothing needs it before the loopback interface below.
+    //    step, and nothing needs it until step 11.
     let network = match plan.spec.network {
         NetworkMode::Host => None,
         NetworkMode::None | NetworkMode::Loopback => {
@@ -101,14 +101,8 @@ fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, Step
     mounts::enter_root(new_root, &plan.mounts.cwd)?;
     log_step(plan, "root built and entered");
 
-    // 6. Name the host; join the private network and bring its loopback up (these need
-    //    CAP_SYS_ADMIN and CAP_NET_ADMIN here, so they precede dropping capabilities).
+    // 6. Name the host (needs CAP_SYS_ADMIN here).
     rustix::system::sethostname(plan.spec.hostname.as_bytes()).at(Step::Hostname)?;
-    if let Some(helper) = network {
-        helper.join().at(Step::Loopback)?;
-        sys::bring_loopback_up().at(Step::Loopback)?;
-    }
-    log_step(plan, "network joined");
 
     // 7. Wait until burrow has moved this process into the cell's cgroup, so that the command
     //    starts inside it. End of file means burrow died: stop here.
@@ -124,13 +118,10 @@ fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, Step
     rustix::process::setsid().at(Step::NewSession)?;
     rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable).at(Step::NewSession)?;
 
-    // 10. Capabilities go before no_new_privs and Landlock: the bounding set and securebits need
-    //    CAP_SETPCAP, and without CAP_SYS_ADMIN Landlock requires no_new_privs.
-    crate::caps::drop_all()?;
+    // 10. Landlock. It needs no_new_privs (or CAP_SYS_ADMIN), and it does not restrict what
+    //     the next step does, so it runs while the network namespace may still be in the
+    //     making.
     rustix::thread::set_no_new_privs(true).at(Step::NoNewPrivs)?;
-    log_step(plan, "capabilities dropped");
-
-    // 11. Landlock, then seccomp last, so that the filter applies to everything after it.
     match crate::landlock::apply(&plan.mounts.writable, plan.spec.network)? {
         Enforcement::Full | Enforcement::Partial => {}
         Enforcement::None if plan.spec.allow_degraded => Report::Degraded {
@@ -140,15 +131,32 @@ fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, Step
         .send(fds.report.as_fd()),
         Enforcement::None => {
             return Err(std::io::Error::other(
-                "the kernel does not enforce Landlock",
+                "the kernel does not enforce Landlock; run `burrow doctor`, or pass \
+                 --allow-degraded to run without it",
             ))
             .at(Step::Landlock);
         }
     }
-    plan.seccomp.install().at(Step::Seccomp)?;
-    log_step(plan, "landlock and seccomp applied");
+    log_step(plan, "landlock applied");
 
-    // 12. Credential changes clear the parent-death signal; none happened, but re-arming it is
+    // 11. Join the private network and bring its loopback up: setns needs CAP_SYS_ADMIN and
+    //     the interface CAP_NET_ADMIN, so this is the last step before the capabilities go.
+    if let Some(helper) = network {
+        helper.join().at(Step::Loopback)?;
+        sys::bring_loopback_up().at(Step::Loopback)?;
+    }
+    log_step(plan, "network joined");
+
+    // 12. Capabilities: the bounding set and securebits need CAP_SETPCAP, so they go before
+    //     the sets themselves are cleared.
+    crate::caps::drop_all()?;
+
+    // 13. Seccomp last, so that the filter applies to everything after it (it refuses setns
+    //     and mount, which earlier steps needed).
+    plan.seccomp.install().at(Step::Seccomp)?;
+    log_step(plan, "seccomp applied");
+
+    // 14. Credential changes clear the parent-death signal; none happened, but re-arming it is
     //     cheap insurance for the rest of the cell's life.
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .at(Step::ParentDeathSignal)?;

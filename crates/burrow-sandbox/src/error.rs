@@ -4,133 +4,96 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-/// A step of building a cell. The cell's init reports the step that failed, so the message can
-/// name the layer and how to fix it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Step {
+/// Defines [`Step`] from one list: each variant with the phrase that completes "cannot ...".
+macro_rules! steps {
+    ($($(#[$doc:meta])* $name:ident => $describe:literal,)+) => {
+        /// A step of building a cell. The cell's init reports the step that failed, so the
+        /// message can name the layer and how to fix it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum Step {
+            $($(#[$doc])* $name,)+
+        }
+
+        impl Step {
+            const ALL: &'static [Step] = &[$(Step::$name,)+];
+
+            /// What the step does, for messages.
+            pub fn describe(self) -> &'static str {
+                match self {
+                    $(Step::$name => $describe,)+
+                }
+            }
+        }
+    };
+}
+
+steps! {
     /// Arranging for the cell to die with burrow.
-    ParentDeathSignal = 1,
+    ParentDeathSignal => "tie the cell's life to burrow's",
     /// Denying setgroups(2), as an unprivileged gid map requires.
-    Setgroups,
+    Setgroups => "deny setgroups in the user namespace",
     /// Writing the user id map.
-    UidMap,
+    UidMap => "map the user id into the user namespace",
     /// Writing the group id map.
-    GidMap,
+    GidMap => "map the group id into the user namespace",
     /// Making every mount private so nothing propagates back to the host.
-    PrivateMounts,
+    PrivateMounts => "make the cell's mounts private",
     /// Cloning the host's mount tree as the cell's read-only root.
-    CloneRoot,
+    CloneRoot => "clone the host's mount tree",
     /// Making the cloned root read-only.
-    ReadOnlyRoot,
+    ReadOnlyRoot => "make the cell's root read-only",
     /// Binding a writable root.
-    BindWritable,
+    BindWritable => "bind a writable root",
     /// Keeping a path inside a writable root read-only.
-    ProtectPath,
+    ProtectPath => "keep a path inside a writable root read-only",
     /// Hiding a path.
-    HidePath,
+    HidePath => "hide a path",
     /// Mounting the cell's scratch tmpfs (/tmp, /run, /dev/shm).
-    MountTmp,
+    MountTmp => "mount the private /tmp",
     /// Mounting /dev.
-    MountDev,
+    MountDev => "mount /dev",
     /// Mounting /proc.
-    MountProc,
+    MountProc => "mount /proc",
     /// Switching to the new root.
-    PivotRoot,
+    PivotRoot => "switch to the cell's root",
     /// Detaching the host's root.
-    DetachOldRoot,
+    DetachOldRoot => "detach the host's root",
     /// Setting the hostname.
-    Hostname,
-    /// Bringing up the loopback interface.
-    Loopback,
+    Hostname => "set the hostname",
+    /// Creating and joining the network namespace, with its loopback interface.
+    Loopback => "bring up the loopback interface",
     /// Entering the working directory.
-    Chdir,
+    Chdir => "enter the working directory",
     /// Waiting for burrow to place the cell in its cgroup.
-    WaitForParent,
+    WaitForParent => "wait for burrow to place the cell in its cgroup",
     /// Setting resource limits.
-    Rlimits,
+    Rlimits => "set resource limits",
     /// Starting a new session, detached from the terminal.
-    NewSession,
+    NewSession => "start a new session",
     /// Dropping capabilities.
-    Capabilities,
+    Capabilities => "drop capabilities",
     /// Setting no_new_privs.
-    NoNewPrivs,
+    NoNewPrivs => "set no_new_privs",
     /// Applying Landlock rules.
-    Landlock,
+    Landlock => "apply Landlock rules",
     /// Installing the seccomp filter.
-    Seccomp,
+    Seccomp => "install the seccomp filter",
     /// Setting up signal forwarding in the cell's init.
-    Signals,
+    Signals => "set up signal forwarding",
     /// Starting the command.
-    Fork,
+    Fork => "start the command",
 }
 
 impl Step {
+    /// The step a report's wire number names; numbers start at 1, so 0 is never a step.
     pub(crate) fn from_u8(value: u8) -> Option<Step> {
-        use Step::*;
-        const ALL: [Step; 27] = [
-            ParentDeathSignal,
-            Setgroups,
-            UidMap,
-            GidMap,
-            PrivateMounts,
-            CloneRoot,
-            ReadOnlyRoot,
-            BindWritable,
-            ProtectPath,
-            HidePath,
-            MountTmp,
-            MountDev,
-            MountProc,
-            PivotRoot,
-            DetachOldRoot,
-            Hostname,
-            Loopback,
-            Chdir,
-            WaitForParent,
-            Rlimits,
-            NewSession,
-            Capabilities,
-            NoNewPrivs,
-            Landlock,
-            Seccomp,
-            Signals,
-            Fork,
-        ];
-        ALL.into_iter().find(|step| *step as u8 == value)
+        Step::ALL.iter().copied().find(|step| step.wire() == value)
     }
 
-    /// What the step does, for messages.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Step::ParentDeathSignal => "tie the cell's life to burrow's",
-            Step::Setgroups => "deny setgroups in the user namespace",
-            Step::UidMap => "map the user id into the user namespace",
-            Step::GidMap => "map the group id into the user namespace",
-            Step::PrivateMounts => "make the cell's mounts private",
-            Step::CloneRoot => "clone the host's mount tree",
-            Step::ReadOnlyRoot => "make the cell's root read-only",
-            Step::BindWritable => "bind a writable root",
-            Step::ProtectPath => "keep a path inside a writable root read-only",
-            Step::HidePath => "hide a path",
-            Step::MountTmp => "mount the private /tmp",
-            Step::MountDev => "mount /dev",
-            Step::MountProc => "mount /proc",
-            Step::PivotRoot => "switch to the cell's root",
-            Step::DetachOldRoot => "detach the host's root",
-            Step::Hostname => "set the hostname",
-            Step::Loopback => "bring up the loopback interface",
-            Step::Chdir => "enter the working directory",
-            Step::WaitForParent => "wait for burrow to place the cell in its cgroup",
-            Step::Rlimits => "set resource limits",
-            Step::NewSession => "start a new session",
-            Step::Capabilities => "drop capabilities",
-            Step::NoNewPrivs => "set no_new_privs",
-            Step::Landlock => "apply Landlock rules",
-            Step::Seccomp => "install the seccomp filter",
-            Step::Signals => "set up signal forwarding",
-            Step::Fork => "start the command",
-        }
+    /// The step's number on the wire between the cell and burrow.
+    pub(crate) fn wire(self) -> u8 {
+        self as u8 + 1
     }
 
     /// What a person can do about a failure of this step.
@@ -179,6 +142,15 @@ pub enum SandboxError {
         detail: String,
         /// What the kernel said.
         source: io::Error,
+    },
+    /// A step inside the new cell refused to go on (a check of burrow's own, not an OS error);
+    /// the detail says why and what to do.
+    #[error("cannot {step}: {detail}")]
+    Refused {
+        /// The step.
+        step: Step,
+        /// What was wrong.
+        detail: String,
     },
     /// Creating the namespaces failed.
     #[error("cannot create the cell's namespaces: {source}; {fix}", fix = namespace_fix(source))]
@@ -265,13 +237,11 @@ mod tests {
 
     #[test]
     fn steps_round_trip_through_their_wire_number() {
-        for value in 0..=u8::MAX {
-            if let Some(step) = Step::from_u8(value) {
-                assert_eq!(step as u8, value);
-            }
+        for step in Step::ALL {
+            assert_eq!(Step::from_u8(step.wire()), Some(*step));
         }
-        assert_eq!(Step::from_u8(Step::Fork as u8), Some(Step::Fork));
         assert_eq!(Step::from_u8(0), None);
+        assert_eq!(Step::from_u8(Step::ALL.len() as u8 + 1), None);
     }
 
     #[test]

@@ -5,13 +5,12 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
 
-use crate::cgroup::{CellCgroup, CgroupLayout, CgroupNeeds};
 use crate::command::PreparedCommand;
 use crate::error::SandboxError;
-use crate::outcome::{LimitEnforcement, Mechanism};
+use crate::limits::{self, LimitPlan, ProcessLimit};
 use crate::report::Report;
 use crate::rlimit::RlimitPlan;
-use crate::spawn::{Cell, Pipes, Target, degrade_or_fail};
+use crate::spawn::{Cell, Pipes, Target};
 use crate::spec::{CellSpec, Stdin};
 use crate::sys::{self, SignalSet};
 
@@ -24,41 +23,12 @@ pub(crate) fn spawn(spec: &CellSpec) -> Result<Cell, SandboxError> {
     // Memory and CPU for the whole process tree need a cgroup; without one, the memory limit
     // falls back to a per-process address-space limit. RLIMIT_NPROC would count every process
     // of the user on the host, so the process limit needs a cgroup too.
-    let needs = CgroupNeeds {
-        memory: spec.limits.memory.map(|m| m.bytes()),
-        pids: Some(spec.limits.pids),
-        cpus: spec.limits.cpus,
-    };
-    let layout = CgroupLayout::detect().map_err(SandboxError::io("read this process's cgroups"))?;
-    let cgroups = CellCgroup::create(&layout, needs)
-        .map_err(|error| SandboxError::Cgroup(error.to_string()))?;
-    let mut degraded = Vec::new();
-    if cgroups.pids.is_none() {
-        // Parity with a bare process: not a sandbox layer, so noted rather than refused.
-        degraded.push(crate::outcome::Degradation {
-            layer: "the process limit".to_owned(),
-            reason: "the host backend can only count processes with a pids cgroup".to_owned(),
-        });
-    }
-    if needs.cpus.is_some() && cgroups.cpus.is_none() {
-        degrade_or_fail(
-            spec,
-            &mut degraded,
-            "the CPU limit",
-            "no writable cpu cgroup controller".to_owned(),
-            "give burrow a writable cpu cgroup, or drop --cpus (or pass --allow-degraded)",
-        )?;
-    }
-    let rlimits = RlimitPlan::new(&spec.limits, 0, false, cgroups.memory.is_some());
-    let limits = LimitEnforcement {
-        memory: match (cgroups.memory, spec.limits.memory) {
-            (Some(version), _) => Some(version.into()),
-            (None, Some(_)) => Some(Mechanism::Rlimit),
-            (None, None) => None,
-        },
-        pids: cgroups.pids.map(Mechanism::from),
-        cpus: cgroups.cpus.map(Mechanism::from),
-    };
+    let LimitPlan {
+        cgroup,
+        rlimits,
+        degraded,
+        enforcement,
+    } = limits::plan(spec, ProcessLimit::Cgroup { required: false }, 0, false)?;
 
     let pipes = Pipes::new()?;
     // Built before the fork so the child does not allocate.
@@ -92,10 +62,10 @@ pub(crate) fn spawn(spec: &CellSpec) -> Result<Cell, SandboxError> {
         stdout: stdout.0,
         stderr: stderr.0,
         report: report.0,
-        cgroup: cgroups.cgroup,
+        cgroup,
         started,
         degraded,
-        limits,
+        limits: enforcement,
         reaped: false,
     };
     if let Some(cgroup) = &cell.cgroup {

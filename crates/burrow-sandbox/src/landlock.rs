@@ -103,3 +103,62 @@ impl<T> AtStep<T> for Result<T, landlock::RulesetError> {
             .at_path(step, path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use burrow_policy::NetworkMode;
+
+    use super::{Enforcement, apply};
+    use crate::testing::{errno, in_child, scratch_dir};
+
+    /// Landlock on its own, without the cell's mounts: only the writable roots take writes.
+    #[test]
+    fn landlock_alone_confines_writes_to_the_writable_roots() {
+        let scratch = scratch_dir();
+        let writable = scratch.path().join("writable");
+        let outside = scratch.path().join("outside");
+        fs::create_dir(&writable).unwrap();
+        fs::create_dir(&outside).unwrap();
+
+        // Control: the same writes succeed without Landlock.
+        let control = in_child(|| errno(fs::write(outside.join("f"), "x")));
+        assert_eq!(control, 0);
+        fs::remove_file(outside.join("f")).unwrap();
+
+        let result = in_child(|| {
+            rustix::thread::set_no_new_privs(true).unwrap();
+            let enforcement = apply(std::slice::from_ref(&writable), NetworkMode::None)
+                .map_err(|e| e.source)
+                .unwrap();
+            if enforcement == Enforcement::None {
+                return 100;
+            }
+            if errno(fs::write(writable.join("f"), "x")) != 0 {
+                return 101;
+            }
+            if fs::read_to_string(writable.join("f")).ok().as_deref() != Some("x") {
+                return 102;
+            }
+            errno(fs::write(outside.join("f"), "x"))
+        });
+        assert_eq!(result, libc::EACCES, "write outside the writable roots");
+        assert!(!outside.join("f").exists());
+    }
+
+    /// With the network off, Landlock refuses TCP even where a socket could be made.
+    #[test]
+    fn landlock_alone_refuses_tcp_when_the_network_is_off() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let control = in_child(|| errno(std::net::TcpStream::connect(address)));
+        assert_eq!(control, 0);
+        let result = in_child(|| {
+            rustix::thread::set_no_new_privs(true).unwrap();
+            apply(&[], NetworkMode::None).map_err(|e| e.source).unwrap();
+            errno(std::net::TcpStream::connect(address))
+        });
+        assert_eq!(result, libc::EACCES);
+    }
+}

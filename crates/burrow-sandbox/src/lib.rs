@@ -35,6 +35,7 @@ mod error;
 mod host;
 mod init;
 mod landlock;
+mod limits;
 mod mounts;
 mod netns;
 mod outcome;
@@ -46,6 +47,7 @@ mod spawn;
 mod spec;
 mod supervise;
 mod sys;
+mod testing;
 mod userns;
 
 pub use cgroup::{CgroupLayout, CgroupVersion, Hierarchy, Placement};

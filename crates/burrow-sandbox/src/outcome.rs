@@ -103,6 +103,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// An outcome with only its termination and duration: no timeout, no exec error, nothing
+    /// degraded.
+    pub fn finished(termination: Termination, duration: Duration) -> Outcome {
+        Outcome {
+            termination,
+            timed_out: false,
+            oom_killed: false,
+            exec_error: None,
+            duration,
+            degraded: Vec::new(),
+            limits: LimitEnforcement::default(),
+        }
+    }
+
     /// burrow's exit code for this outcome: the command's own, 128+N for signal N, 124 for a
     /// timeout, 127 when the command was not found, 126 when it could not be executed.
     pub fn exit_code(&self) -> i32 {
@@ -136,15 +150,7 @@ mod tests {
     use super::*;
 
     fn outcome(termination: Termination) -> Outcome {
-        Outcome {
-            termination,
-            timed_out: false,
-            oom_killed: false,
-            exec_error: None,
-            duration: Duration::ZERO,
-            degraded: Vec::new(),
-            limits: LimitEnforcement::default(),
-        }
+        Outcome::finished(termination, Duration::ZERO)
     }
 
     #[test]

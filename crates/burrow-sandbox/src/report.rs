@@ -42,8 +42,8 @@ impl Report {
                 step,
                 errno,
                 detail,
-            } => (KIND_SETUP_FAILED, *step as u8, *errno, detail.as_str()),
-            Report::Degraded { step, detail } => (KIND_DEGRADED, *step as u8, 0, detail.as_str()),
+            } => (KIND_SETUP_FAILED, step.wire(), *errno, detail.as_str()),
+            Report::Degraded { step, detail } => (KIND_DEGRADED, step.wire(), 0, detail.as_str()),
             Report::ExecFailed { errno, program } => {
                 (KIND_EXEC_FAILED, 0, *errno, program.as_str())
             }
@@ -120,18 +120,23 @@ pub(crate) struct StepError {
 }
 
 impl StepError {
+    /// The message for burrow. An error without an errno (one of burrow's own checks) travels
+    /// as errno 0 with its text in the detail.
     pub(crate) fn report(&self) -> Report {
-        Report::SetupFailed {
-            step: self.step,
-            errno: self.source.raw_os_error().unwrap_or(libc::EIO),
-            detail: if self.detail.is_empty() {
-                // Errors without an errno (our own checks) travel as their text.
-                match self.source.raw_os_error() {
-                    Some(_) => String::new(),
-                    None => self.source.to_string(),
-                }
-            } else {
-                self.detail.clone()
+        match self.source.raw_os_error() {
+            Some(errno) => Report::SetupFailed {
+                step: self.step,
+                errno,
+                detail: self.detail.clone(),
+            },
+            None => Report::SetupFailed {
+                step: self.step,
+                errno: 0,
+                detail: if self.detail.is_empty() {
+                    self.source.to_string()
+                } else {
+                    format!("{}: {}", self.detail, self.source)
+                },
             },
         }
     }

@@ -50,13 +50,6 @@ impl RlimitPlan {
         RlimitPlan { entries }
     }
 
-    /// Whether the address-space limit stands in for a memory cgroup.
-    pub(crate) fn limits_address_space(&self) -> bool {
-        self.entries
-            .iter()
-            .any(|(resource, ..)| *resource == Resource::As)
-    }
-
     /// Applies the limits to the calling process; its children inherit them.
     ///
     /// A limit above the current hard limit is clamped to it: an unprivileged process cannot

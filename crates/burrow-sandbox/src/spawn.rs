@@ -9,13 +9,13 @@ use std::time::Instant;
 use burrow_policy::Backend;
 use rustix::pipe::PipeFlags;
 
-use crate::cgroup::{CellCgroup, CgroupLayout, CgroupNeeds};
+use crate::cgroup::CellCgroup;
 use crate::child::{self, ChildFds, ChildPlan};
 use crate::command::PreparedCommand;
 use crate::error::SandboxError;
+use crate::limits::{self, LimitPlan, ProcessLimit};
 use crate::mounts::MountPlan;
-use crate::outcome::{Degradation, LimitEnforcement, Mechanism};
-use crate::rlimit::RlimitPlan;
+use crate::outcome::{Degradation, LimitEnforcement};
 use crate::seccomp::SeccompProgram;
 use crate::spec::CellSpec;
 use crate::sys::{self, Forked};
@@ -129,56 +129,6 @@ fn set_nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
     })
 }
 
-/// Accepts a missing layer when the policy allows degradation, or refuses.
-pub(crate) fn degrade_or_fail(
-    spec: &CellSpec,
-    degraded: &mut Vec<Degradation>,
-    layer: &'static str,
-    reason: String,
-    fix: &'static str,
-) -> Result<(), SandboxError> {
-    if spec.allow_degraded {
-        degraded.push(Degradation {
-            layer: layer.to_owned(),
-            reason,
-        });
-        Ok(())
-    } else {
-        Err(SandboxError::LayerUnavailable { layer, reason, fix })
-    }
-}
-
-/// What bounds the number of a cell's processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ProcessLimit {
-    /// RLIMIT_NPROC, which counts the processes of the cell's user in its user namespace.
-    Rlimit,
-    /// The cell's own pid_max.
-    PidMax(u64),
-    /// A pids cgroup.
-    Cgroup,
-}
-
-/// The kernel exempts root from RLIMIT_NPROC, so a cell started by root needs another bound.
-///
-/// Since Linux 6.14 each pid namespace has its own `kernel.pid_max`. Pid numbers below 300 are
-/// not reused once allocation has wrapped, so `pids + 301` lets the cell run at least `pids`
-/// tasks at any time and never more than `pids + 300`: a bound on a fork bomb that costs one
-/// write. A pids cgroup is exact, but moving a process into one waits for an RCU grace period
-/// whenever no other cgroup move happened in the last few milliseconds (about 12 ms here), which
-/// would dominate every command; it is used when root asks for fewer than 300 processes, or on
-/// older kernels, whose pid_max is global and must not be touched.
-fn process_limit(root: bool, pids: u64) -> ProcessLimit {
-    const PID_MAX_RESERVED: u64 = 300;
-    if !root {
-        ProcessLimit::Rlimit
-    } else if pids >= PID_MAX_RESERVED && sys::kernel_at_least(6, 14) {
-        ProcessLimit::PidMax(pids + PID_MAX_RESERVED + 1)
-    } else {
-        ProcessLimit::Cgroup
-    }
-}
-
 fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
     let started = Instant::now();
     let threads = sys::thread_count().map_err(SandboxError::io("count this process's threads"))?;
@@ -195,58 +145,13 @@ fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
     let root = rustix::process::geteuid().is_root();
 
     // The cell's init counts as one process besides the command's.
-    let pids = spec.limits.pids.saturating_add(1);
-    let pids_by = process_limit(root, pids);
-    let needs = CgroupNeeds {
-        memory: spec.limits.memory.map(|m| m.bytes()),
-        pids: (pids_by == ProcessLimit::Cgroup).then_some(pids),
-        cpus: spec.limits.cpus,
-    };
-    let layout = if needs == CgroupNeeds::default() {
-        CgroupLayout::default()
-    } else {
-        CgroupLayout::detect().map_err(SandboxError::io("read this process's cgroups"))?
-    };
-    let cgroups = CellCgroup::create(&layout, needs)
-        .map_err(|error| SandboxError::Cgroup(error.to_string()))?;
-    let mut degraded = Vec::new();
-    if needs.pids.is_some() && cgroups.pids.is_none() {
-        degrade_or_fail(
-            spec,
-            &mut degraded,
-            "the process limit",
-            "burrow runs as root, which RLIMIT_NPROC does not bind; this kernel has no \
-             per-namespace pid_max (Linux 6.14) and no pids cgroup is writable"
-                .to_owned(),
-            "give burrow a writable pids cgroup, or pass --allow-degraded",
-        )?;
-    }
-    if needs.cpus.is_some() && cgroups.cpus.is_none() {
-        degrade_or_fail(
-            spec,
-            &mut degraded,
-            "the CPU limit",
-            "no writable cpu cgroup controller".to_owned(),
-            "give burrow a writable cpu cgroup, or drop --cpus (or pass --allow-degraded)",
-        )?;
-    }
-    let rlimits = RlimitPlan::new(&spec.limits, 1, true, cgroups.memory.is_some());
-    let limits = LimitEnforcement {
-        memory: match (cgroups.memory, spec.limits.memory) {
-            (Some(version), _) => Some(version.into()),
-            (None, Some(_)) => Some(Mechanism::Rlimit),
-            (None, None) => None,
-        },
-        pids: match pids_by {
-            ProcessLimit::Rlimit => Some(Mechanism::Rlimit),
-            ProcessLimit::PidMax(_) => Some(Mechanism::PidMax),
-            ProcessLimit::Cgroup => cgroups.pids.map(Mechanism::from),
-        },
-        cpus: cgroups.cpus.map(Mechanism::from),
-    };
-    debug_assert!(
-        spec.limits.memory.is_none() || cgroups.memory.is_some() || rlimits.limits_address_space()
-    );
+    let processes = limits::cell_process_limit(root, spec.limits.pids.saturating_add(1));
+    let LimitPlan {
+        cgroup,
+        rlimits,
+        degraded,
+        enforcement,
+    } = limits::plan(spec, processes, 1, true)?;
 
     let pipes = Pipes::new()?;
     let (go_read, go_write) =
@@ -287,9 +192,9 @@ fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
                 seccomp: &seccomp,
                 rlimits: &rlimits,
                 command: &command,
-                pid_max: match pids_by {
+                pid_max: match processes {
                     ProcessLimit::PidMax(value) => Some(value),
-                    ProcessLimit::Rlimit | ProcessLimit::Cgroup => None,
+                    ProcessLimit::Rlimit | ProcessLimit::Cgroup { .. } => None,
                 },
                 uid,
                 gid,
@@ -320,10 +225,10 @@ fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
         stdout: stdout.0,
         stderr: stderr.0,
         report: report.0,
-        cgroup: cgroups.cgroup,
+        cgroup,
         started,
         degraded,
-        limits,
+        limits: enforcement,
         reaped: false,
     };
     if let Some(cgroup) = &cell.cgroup

@@ -161,6 +161,11 @@ impl Cell {
             match report {
                 Report::SetupFailed {
                     step,
+                    errno: 0,
+                    detail,
+                } => return Err(SandboxError::Refused { step, detail }),
+                Report::SetupFailed {
+                    step,
                     errno,
                     detail,
                 } => {

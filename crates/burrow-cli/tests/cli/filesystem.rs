@@ -114,7 +114,7 @@ cell_test!(a_writable_root_inside_a_hidden_path_is_refused, |t| {
 });
 
 cell_test!(tmp_run_and_shm_are_private_and_writable, |t| {
-    let marker = format!("burrow-test-{}", std::process::id());
+    let marker = format!("burrow-test-{}-{}", std::process::id(), t.uid);
     let host_file = Path::new("/tmp").join(&marker);
     std::fs::write(&host_file, "host").unwrap();
     let script = format!(
@@ -200,7 +200,7 @@ cell_test!(sys_is_read_only, |t| {
 });
 
 cell_test!(root_owned_host_files_cannot_be_written, |t| {
-    let target = format!("/etc/burrow-probe-{}", std::process::id());
+    let target = format!("/etc/burrow-probe-{}-{}", std::process::id(), t.uid);
     let script = format!("touch {target}");
     if t.is_root() {
         t.run_on_host(&[], &script).assert_success();
@@ -213,16 +213,7 @@ cell_test!(root_owned_host_files_cannot_be_written, |t| {
 
 cell_test!(git_hooks_and_config_stay_read_only, |t| {
     let run = t.run_json(
-        &[
-            "--env",
-            "GIT_AUTHOR_NAME=a",
-            "--env",
-            "GIT_AUTHOR_EMAIL=a@b",
-            "--env",
-            "GIT_COMMITTER_NAME=a",
-            "--env",
-            "GIT_COMMITTER_EMAIL=a@b",
-        ],
+        &crate::harness::GIT_IDENTITY,
         "git init -q . && rm -rf .git/hooks && echo x > f && git add f && git commit -qm one && echo committed",
     );
     // git init inside the cell: .git did not exist at start, so nothing was protected yet.
@@ -250,16 +241,7 @@ cell_test!(git_hooks_and_config_stay_read_only, |t| {
 
     // The repository itself stays usable.
     let run = t.run_json(
-        &[
-            "--env",
-            "GIT_AUTHOR_NAME=a",
-            "--env",
-            "GIT_AUTHOR_EMAIL=a@b",
-            "--env",
-            "GIT_COMMITTER_NAME=a",
-            "--env",
-            "GIT_COMMITTER_EMAIL=a@b",
-        ],
+        &crate::harness::GIT_IDENTITY,
         "echo y >> f && git commit -qam two && git log --oneline | wc -l",
     );
     run.assert_success();
@@ -325,4 +307,34 @@ cell_test!(device_nodes_cannot_be_created, |t| {
     // FIFOs are fine.
     t.run_json(&[], "mkfifo ./pipe && test -p ./pipe")
         .assert_success();
+});
+
+cell_test!(a_protected_path_that_is_a_symlink_is_refused, |t| {
+    // `.git/hooks` pointing into the writable tree could be rewritten through its target, and a
+    // symlink cannot be made read-only: burrow refuses rather than follow it.
+    std::fs::create_dir_all(t.work.join(".git")).unwrap();
+    std::fs::create_dir_all(t.work.join("githooks")).unwrap();
+    std::os::unix::fs::symlink("../githooks", t.work.join(".git/hooks")).unwrap();
+    t.give_to_user(&t.work);
+    let output = t.burrow(["run", "--", "true"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(125), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(".git/hooks") && stderr.contains("symlink"),
+        "{stderr}"
+    );
+});
+
+cell_test!(a_writable_root_given_through_a_symlink_is_its_target, |t| {
+    let real = t.root.join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::os::unix::fs::symlink(&real, t.root.join("link")).unwrap();
+    t.give_to_user(&t.root);
+    let link = t.root.join("link");
+    let run = t.run_json(
+        &["--write", link.to_str().unwrap()],
+        &format!("echo x > {}/f", real.display()),
+    );
+    run.assert_success();
+    assert!(real.join("f").exists());
 });

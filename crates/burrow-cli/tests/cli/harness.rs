@@ -26,7 +26,8 @@ pub enum User {
 /// Generates two tests from one body: as the invoking user and as an unprivileged one.
 #[macro_export]
 macro_rules! cell_test {
-    ($name:ident, |mut $t:ident| $body:block) => {
+    // `$binding` is `t` or `mut t`.
+    ($name:ident, |$binding:pat_param| $body:block) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -35,38 +36,30 @@ macro_rules! cell_test {
 
             #[test]
             fn as_invoker() {
-                let mut $t = Harness::new(User::Invoker);
+                let $binding = Harness::new(User::Invoker);
                 $body
             }
 
             #[test]
             fn as_unprivileged() {
-                let mut $t = Harness::new(User::Unprivileged);
-                $body
-            }
-        }
-    };
-    ($name:ident, |$t:ident| $body:block) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            #[allow(unused_imports)]
-            use $crate::harness::*;
-
-            #[test]
-            fn as_invoker() {
-                let $t = Harness::new(User::Invoker);
-                $body
-            }
-
-            #[test]
-            fn as_unprivileged() {
-                let $t = Harness::new(User::Unprivileged);
+                let $binding = Harness::new(User::Unprivileged);
                 $body
             }
         }
     };
 }
+
+/// Flags giving git an identity inside a cell (the cell's environment is empty).
+pub const GIT_IDENTITY: [&str; 8] = [
+    "--env",
+    "GIT_AUTHOR_NAME=a",
+    "--env",
+    "GIT_AUTHOR_EMAIL=a@b",
+    "--env",
+    "GIT_COMMITTER_NAME=a",
+    "--env",
+    "GIT_COMMITTER_EMAIL=a@b",
+];
 
 pub fn running_as_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -225,6 +218,13 @@ impl Harness {
         let mut all = vec!["--backend", "host"];
         all.extend_from_slice(flags);
         self.run_json(&all, script)
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        // Everything under the test's directory belongs to the test user or to the invoker.
+        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 

@@ -16,4 +16,5 @@ mod network;
 mod output;
 mod policy;
 mod processes;
+mod snapshots;
 mod tools;

@@ -16,6 +16,22 @@ fn process_with_marker_exists(marker: &str) -> bool {
     })
 }
 
+/// Starts burrow with `args`, stdout piped, and returns it with a line reader on its stdout.
+fn start(
+    t: &crate::harness::Harness,
+    args: &[&str],
+) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
+    let mut burrow = t.burrow(args).stdout(Stdio::piped()).spawn().unwrap();
+    let stdout = BufReader::new(burrow.stdout.take().unwrap());
+    (burrow, stdout)
+}
+
+fn next_line(reader: &mut BufReader<std::process::ChildStdout>) -> String {
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    line
+}
+
 /// Polls a condition for up to `seconds` (for process teardown, not a timing assertion).
 fn eventually(seconds: u64, mut condition: impl FnMut() -> bool) -> bool {
     for _ in 0..seconds * 20 {
@@ -169,22 +185,9 @@ cell_test!(a_timeout_kills_every_process_of_the_cell, |t| {
 
 cell_test!(the_cell_dies_with_burrow, |t| {
     let marker = format!("778.{}{}", std::process::id(), t.uid);
-    let mut burrow = t
-        .burrow([
-            "run",
-            "--",
-            "sh",
-            "-c",
-            &format!("echo started; sleep {marker}"),
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(burrow.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "started\n");
+    let script = format!("echo started; sleep {marker}");
+    let (mut burrow, mut stdout) = start(&t, &["run", "--", "sh", "-c", &script]);
+    assert_eq!(next_line(&mut stdout), "started\n");
     assert!(process_with_marker_exists(&marker));
     // SIGKILL: burrow gets no chance to clean up; the kernel must end the cell.
     burrow.kill().unwrap();
@@ -196,21 +199,17 @@ cell_test!(the_cell_dies_with_burrow, |t| {
 });
 
 cell_test!(signals_to_burrow_reach_the_command, |t| {
-    let mut burrow = t
-        .burrow([
+    let (mut burrow, mut stdout) = start(
+        &t,
+        &[
             "run",
             "--",
             "sh",
             "-c",
             "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.05; done",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(burrow.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "ready\n");
+        ],
+    );
+    assert_eq!(next_line(&mut stdout), "ready\n");
     // SAFETY: kill(2) on the child we spawned.
     unsafe { libc::kill(burrow.id() as i32, libc::SIGTERM) };
     let status = burrow.wait().unwrap();
@@ -230,8 +229,9 @@ cell_test!(output_streams_while_the_command_runs, |t| {
         .unwrap();
     assert!(made.success());
     t.give_to_user(&fifo);
-    let mut burrow = t
-        .burrow([
+    let (mut burrow, mut stdout) = start(
+        &t,
+        &[
             "run",
             "--timeout",
             "20",
@@ -239,18 +239,11 @@ cell_test!(output_streams_while_the_command_runs, |t| {
             "sh",
             "-c",
             "echo first; read x < answer; echo second $x",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(burrow.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "first\n");
+        ],
+    );
+    assert_eq!(next_line(&mut stdout), "first\n");
     std::fs::write(&fifo, "ok\n").unwrap();
-    line.clear();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "second ok\n");
+    assert_eq!(next_line(&mut stdout), "second ok\n");
     assert!(burrow.wait().unwrap().success());
 });
 

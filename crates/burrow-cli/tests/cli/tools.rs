@@ -10,16 +10,7 @@ cell_test!(shell_and_python_work, |t| {
 
 cell_test!(git_works_in_a_writable_repository, |t| {
     let run = t.run_json(
-        &[
-            "--env",
-            "GIT_AUTHOR_NAME=a",
-            "--env",
-            "GIT_AUTHOR_EMAIL=a@b",
-            "--env",
-            "GIT_COMMITTER_NAME=a",
-            "--env",
-            "GIT_COMMITTER_EMAIL=a@b",
-        ],
+        &crate::harness::GIT_IDENTITY,
         "git init -q repo && cd repo && echo hi > f && git add f && git commit -qm first && git log --format=%s",
     );
     run.assert_success();

@@ -238,6 +238,60 @@ impl SeccompProgram {
 }
 
 #[cfg(test)]
+mod kernel_tests {
+    use burrow_policy::NetworkMode;
+
+    use super::SeccompProgram;
+    use crate::testing::in_child;
+
+    fn syscall_errno(nr: i64, args: [u64; 3]) -> i32 {
+        // SAFETY: the probed syscalls take integer arguments only (or a pointer the kernel
+        // validates); a failure is reported through errno.
+        let ret = unsafe { libc::syscall(nr, args[0], args[1], args[2]) };
+        if ret < 0 {
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+        } else {
+            0
+        }
+    }
+
+    /// The filter on its own, on the real kernel: calls it refuses fail with its errno, and
+    /// the same calls behave differently without it.
+    #[test]
+    fn the_installed_filter_refuses_on_the_real_kernel() {
+        let probes: [(i64, [u64; 3], i32); 3] = [
+            // unprivileged processes may create user namespaces: only the filter refuses
+            (
+                libc::SYS_unshare,
+                [libc::CLONE_NEWUSER as u64, 0, 0],
+                libc::EPERM,
+            ),
+            (
+                libc::SYS_socket,
+                [libc::AF_INET as u64, libc::SOCK_STREAM as u64, 0],
+                libc::EAFNOSUPPORT,
+            ),
+            // TIOCSTI on a non-terminal: ENOTTY without the filter, EPERM with it
+            (libc::SYS_ioctl, [0, 0x5412, 0], libc::EPERM),
+        ];
+        for (nr, args, expected) in probes {
+            let without = in_child(|| syscall_errno(nr, args));
+            assert_ne!(
+                without, expected,
+                "syscall {nr} fails the same way without the filter"
+            );
+            let with = in_child(|| {
+                let program = SeccompProgram::for_network(NetworkMode::None).unwrap();
+                rustix::thread::set_no_new_privs(true).unwrap();
+                program.install().unwrap();
+                syscall_errno(nr, args)
+            });
+            assert_eq!(with, expected, "syscall {nr}");
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::bpf::interpreter::verdict;
     use super::*;

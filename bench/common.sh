@@ -1,0 +1,35 @@
+# Shared by the benchmark scripts: tools, the burrow binary under test, and the summary.
+set -euo pipefail
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(dirname "$BENCH_DIR")"
+RESULTS="$REPO/bench/results"
+mkdir -p "$RESULTS"
+
+# hyperfine times whole commands; bubblewrap is the reference sandbox.
+ensure_tools() {
+    local missing=()
+    command -v hyperfine >/dev/null || missing+=(hyperfine)
+    command -v bwrap >/dev/null || missing+=(bubblewrap)
+    command -v unshare >/dev/null || missing+=(util-linux)
+    if ((${#missing[@]})); then
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "bench: install ${missing[*]} (apt-get install ${missing[*]})" >&2
+            exit 1
+        fi
+        apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+# The binary a user installs: static and non-PIE, built the way install.sh builds it.
+burrow_binary() {
+    local host
+    host=$(rustc -vV | sed -n 's/^host: //p')
+    (cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" \
+        cargo build --release --quiet --target "$host" -p burrow-cli)
+    echo "$REPO/target/$host/release/burrow"
+}
+
+# summarize JSON BASELINE_INDEX: medians, p90s and each command's ratio to the baseline.
+summarize() {
+    python3 "$BENCH_DIR/summarize.py" "$@"
+}

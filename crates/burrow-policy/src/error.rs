@@ -6,12 +6,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
     /// The file could not be read.
-    #[error("cannot read policy file {path}: {source}")]
+    #[error("cannot read policy file {path}: {error}")]
     Read {
         /// The file.
         path: PathBuf,
         /// What the OS said.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The TOML did not parse, a key is unknown, or a value has the wrong type.
     #[error("{origin}{line}: {key}{message}", line = line.map(|l| format!(":{l}")).unwrap_or_default(), key = key.as_ref().filter(|k| !k.is_empty() && k.as_str() != ".").map(|k| format!("{k}: ")).unwrap_or_default())]

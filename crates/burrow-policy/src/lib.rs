@@ -50,9 +50,9 @@ impl Policy {
 impl PolicyFile {
     /// Reads and parses a policy file without validating it (so it can be overlaid first).
     pub fn read(path: &std::path::Path) -> Result<PolicyFile, PolicyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| PolicyError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         PolicyFile::from_toml(&text, &path.display().to_string())
     }

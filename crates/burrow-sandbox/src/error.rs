@@ -134,14 +134,15 @@ impl fmt::Display for Step {
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     /// A step inside the new cell failed.
-    #[error("cannot {step}{detail}: {source}; {fix}", detail = detail_suffix(detail), fix = step.fix(source.raw_os_error().unwrap_or(0)))]
+    #[error("cannot {step}{detail}: {error}; {fix}", detail = detail_suffix(detail), fix = step.fix(error.raw_os_error().unwrap_or(0)))]
     Setup {
         /// The step.
         step: Step,
         /// Which path or value it was working on, if any.
         detail: String,
-        /// What the kernel said.
-        source: io::Error,
+        /// What the kernel said. (Not named `source`: the message already includes it, and a
+        /// source would repeat it in error chains.)
+        error: io::Error,
     },
     /// A step inside the new cell refused to go on (a check of burrow's own, not an OS error);
     /// the detail says why and what to do.
@@ -153,10 +154,10 @@ pub enum SandboxError {
         detail: String,
     },
     /// Creating the namespaces failed.
-    #[error("cannot create the cell's namespaces: {source}; {fix}", fix = namespace_fix(source))]
+    #[error("cannot create the cell's namespaces: {error}; {fix}", fix = namespace_fix(error))]
     Namespaces {
         /// What the kernel said.
-        source: io::Error,
+        error: io::Error,
     },
     /// A path the policy names is unusable.
     #[error("{path}: {reason}")]
@@ -192,18 +193,26 @@ pub enum SandboxError {
     #[error("cannot compile the seccomp filter: {0}")]
     Seccomp(String),
     /// Any other OS error of burrow's own, with what it was doing.
-    #[error("cannot {doing}: {source}")]
+    #[error("cannot {doing}: {error}")]
     Io {
         /// What burrow was doing.
         doing: &'static str,
         /// What the kernel said.
-        source: io::Error,
+        error: io::Error,
     },
 }
 
 impl SandboxError {
     pub(crate) fn io(doing: &'static str) -> impl FnOnce(io::Error) -> SandboxError {
-        move |source| SandboxError::Io { doing, source }
+        move |error| SandboxError::Io { doing, error }
+    }
+
+    /// The same for a rustix error.
+    pub(crate) fn errno(doing: &'static str) -> impl FnOnce(rustix::io::Errno) -> SandboxError {
+        move |errno| SandboxError::Io {
+            doing,
+            error: errno.into(),
+        }
     }
 }
 
@@ -249,7 +258,7 @@ mod tests {
         let error = SandboxError::Setup {
             step: Step::UidMap,
             detail: String::new(),
-            source: io::Error::from_raw_os_error(libc::EPERM),
+            error: io::Error::from_raw_os_error(libc::EPERM),
         };
         let text = error.to_string();
         assert!(

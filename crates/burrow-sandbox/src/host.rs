@@ -48,14 +48,11 @@ pub(crate) fn spawn(spec: &CellSpec) -> Result<Cell, SandboxError> {
     let pidfd = rustix::process::pidfd_open(
         rustix::process::Pid::from_raw(pid).ok_or_else(|| SandboxError::Io {
             doing: "open a pidfd",
-            source: std::io::Error::from_raw_os_error(libc::ESRCH),
+            error: std::io::Error::from_raw_os_error(libc::ESRCH),
         })?,
         rustix::process::PidfdFlags::empty(),
     )
-    .map_err(|e| SandboxError::Io {
-        doing: "open a pidfd",
-        source: e.into(),
-    })?;
+    .map_err(SandboxError::errno("open a pidfd"))?;
     let cell = Cell {
         target: Target::HostGroup(pid),
         pidfd,

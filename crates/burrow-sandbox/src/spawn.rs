@@ -96,10 +96,7 @@ pub(crate) struct Pipes {
 impl Pipes {
     pub(crate) fn new() -> Result<Pipes, SandboxError> {
         let pipe = || {
-            rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(|e| SandboxError::Io {
-                doing: "create pipes",
-                source: e.into(),
-            })
+            rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(SandboxError::errno("create pipes"))
         };
         let pipes = Pipes {
             stdout: pipe()?,
@@ -117,16 +114,9 @@ impl Pipes {
 }
 
 fn set_nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
-    let flags = rustix::fs::fcntl_getfl(fd).map_err(|e| SandboxError::Io {
-        doing: "configure a pipe",
-        source: e.into(),
-    })?;
-    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK).map_err(|e| {
-        SandboxError::Io {
-            doing: "configure a pipe",
-            source: e.into(),
-        }
-    })
+    let flags = rustix::fs::fcntl_getfl(fd).map_err(SandboxError::errno("configure a pipe"))?;
+    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)
+        .map_err(SandboxError::errno("configure a pipe"))
 }
 
 fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
@@ -155,10 +145,7 @@ fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
 
     let pipes = Pipes::new()?;
     let (go_read, go_write) =
-        rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(|e| SandboxError::Io {
-            doing: "create pipes",
-            source: e.into(),
-        })?;
+        rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(SandboxError::errno("create pipes"))?;
 
     // No CLONE_NEWNET: the cell's init creates its network namespace in parallel with the rest
     // of its set-up (see netns.rs).
@@ -176,7 +163,7 @@ fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
     );
 
     let forked = sys::clone_into_namespaces(flags as u64)
-        .map_err(|source| SandboxError::Namespaces { source })?;
+        .map_err(|error| SandboxError::Namespaces { error })?;
     let (pid, pidfd) = match forked {
         Forked::Child => {
             let Pipes {

@@ -172,7 +172,7 @@ impl Cell {
                     return Err(SandboxError::Setup {
                         step,
                         detail,
-                        source: io::Error::from_raw_os_error(errno),
+                        error: io::Error::from_raw_os_error(errno),
                     });
                 }
                 Report::Degraded { step, detail } => degraded.push(crate::outcome::Degradation {

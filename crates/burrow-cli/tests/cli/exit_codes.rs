@@ -88,3 +88,41 @@ cell_test!(help_goes_to_stdout_with_status_0, |t| {
     assert_eq!(output.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&output.stdout).contains("--network"));
 });
+
+cell_test!(no_user_namespaces_means_no_sandbox, |t| {
+    // burrow itself runs in a user namespace allowed no nested ones: the cell's namespaces cannot
+    // be created, and burrow refuses (with or without --allow-degraded) rather than run the
+    // command unisolated.
+    for extra in [&[][..], &["--allow-degraded"][..]] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", "echo ran"]);
+        let burrow = t.burrow(args.clone());
+        let script = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"";
+        let mut command = std::process::Command::new("unshare");
+        command
+            .args(["--user", "--map-root-user", "sh", "-c", script, "sh"])
+            .arg(burrow.get_program())
+            .args(burrow.get_args());
+        for (key, value) in burrow.get_envs() {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        command.current_dir(&t.work);
+        if t.uid != unsafe { libc::getuid() } {
+            std::os::unix::process::CommandExt::uid(&mut command, t.uid);
+            std::os::unix::process::CommandExt::gid(&mut command, t.uid);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(125), "{output:?}");
+        assert!(output.stdout.is_empty(), "the command ran: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("cannot create the cell's namespaces"),
+            "{stderr}"
+        );
+    }
+});

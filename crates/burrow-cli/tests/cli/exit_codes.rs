@@ -111,7 +111,7 @@ cell_test!(no_user_namespaces_means_no_sandbox, |t| {
             };
         }
         command.current_dir(&t.work);
-        if t.uid != unsafe { libc::getuid() } {
+        if t.uid != crate::harness::current_uid() {
             std::os::unix::process::CommandExt::uid(&mut command, t.uid);
             std::os::unix::process::CommandExt::gid(&mut command, t.uid);
         }

@@ -198,7 +198,7 @@ impl Harness {
             .env("BURROW_HOME", &self.state)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
-        if self.uid != unsafe_getuid() {
+        if self.uid != current_uid() {
             command.uid(self.uid).gid(self.uid);
         }
         command
@@ -228,7 +228,8 @@ impl Drop for Harness {
     }
 }
 
-fn unsafe_getuid() -> u32 {
+/// This process's uid.
+pub fn current_uid() -> u32 {
     // SAFETY: getuid has no preconditions.
     unsafe { libc::getuid() }
 }

@@ -51,9 +51,15 @@ pub(crate) fn run(
     };
 
     // The command starts with an empty signal mask (posix_spawn passes the caller's on), so
-    // the init blocks nothing until the command runs.
+    // the init blocks nothing until the command runs; meanwhile its handlers record what
+    // arrives, to be forwarded below. (posix_spawn resets handled signals in the command.)
     if let Err(error) = sys::set_signal_mask(libc::SIG_SETMASK, &SignalSet::empty()) {
         fail(Step::Signals, error);
+    }
+    for &signal in &FORWARDED {
+        if let Err(error) = sys::install_recording_handler(signal) {
+            fail(Step::Signals, error);
+        }
     }
 
     // Looked up here, inside the cell, in its own view of the filesystem.
@@ -73,15 +79,10 @@ pub(crate) fn run(
     };
     drop((fds.stdout, fds.stderr));
 
-    // The init of a pid namespace only gets signals it has a handler for; blocking them too
-    // routes them to a signalfd, read below.
+    // From here on, signals are blocked and read from a signalfd (the handlers above keep the
+    // init of a pid namespace receiving them at all).
     let mut watched = FORWARDED.to_vec();
     watched.push(libc::SIGCHLD);
-    for &signal in &FORWARDED {
-        if let Err(error) = sys::install_noop_handler(signal) {
-            fail(Step::Signals, error);
-        }
-    }
     let set = SignalSet::of(&watched);
     if let Err(error) = sys::set_signal_mask(libc::SIG_BLOCK, &set) {
         fail(Step::Signals, error);
@@ -90,6 +91,11 @@ pub(crate) fn run(
         Ok(fd) => fd,
         Err(error) => fail(Step::Signals, error),
     };
+    // Signals that arrived before the signalfd existed.
+    for signal in sys::take_caught_signals() {
+        // SAFETY: kill(2) on the command's process group; no memory involved.
+        unsafe { libc::kill(-child, signal) };
+    }
     // A command that ended before SIGCHLD was blocked left no signal behind: reap it now.
     let status = reap(child).unwrap_or_else(|| supervise(child, signals.as_fd()));
     Report::Exited {

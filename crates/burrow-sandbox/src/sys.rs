@@ -253,19 +253,35 @@ pub(crate) fn read_signal(fd: BorrowedFd<'_>) -> io::Result<Option<(libc::c_int,
     Ok(Some((info.ssi_signo as libc::c_int, info.ssi_pid)))
 }
 
-extern "C" fn ignore_signal(_: libc::c_int) {}
+/// Signals caught by [`install_recording_handler`]'s handler, one bit per signal number.
+static CAUGHT_SIGNALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Installs a handler that does nothing for `signal`.
+extern "C" fn record_signal(signal: libc::c_int) {
+    // Async-signal-safe: one atomic operation on a static.
+    if (1..64).contains(&signal) {
+        CAUGHT_SIGNALS.fetch_or(1 << signal, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Installs a handler for `signal` that only records that it arrived ([`take_caught_signals`]).
 ///
-/// The init of a pid namespace only receives signals it has a handler for; a no-op handler,
-/// plus blocking the signal, makes it arrive in the signalfd instead of being dropped.
-pub(crate) fn install_noop_handler(signal: libc::c_int) -> io::Result<()> {
+/// The init of a pid namespace only receives signals it has a handler for; anything else sent
+/// from outside is dropped. The handler makes sure a signal sent while the init cannot yet read
+/// its signalfd is kept, to be forwarded later; once the signal is blocked, it goes to the
+/// signalfd instead.
+pub(crate) fn install_recording_handler(signal: libc::c_int) -> io::Result<()> {
     // SAFETY: sigaction is plain data; we fill every field we use.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-    action.sa_sigaction = ignore_signal as *const () as libc::sighandler_t;
+    action.sa_sigaction = record_signal as *const () as libc::sighandler_t;
     action.sa_flags = libc::SA_RESTART;
     // SAFETY: a valid sigaction for a valid signal number; the handler is async-signal-safe.
     check(unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) }.into()).map(drop)
+}
+
+/// The signals recorded since the last call, lowest first.
+pub(crate) fn take_caught_signals() -> Vec<libc::c_int> {
+    let bits = CAUGHT_SIGNALS.swap(0, std::sync::atomic::Ordering::Relaxed);
+    (1..64).filter(|signal| bits & (1 << signal) != 0).collect()
 }
 
 /// Restores the default SIGPIPE for a child about to exec: the Rust runtime ignores SIGPIPE,

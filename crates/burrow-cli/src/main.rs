@@ -6,6 +6,7 @@ mod context;
 mod exit;
 mod hints;
 mod policy_args;
+mod report;
 mod sinks;
 
 fn main() -> std::process::ExitCode {

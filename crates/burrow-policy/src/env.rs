@@ -26,6 +26,44 @@ pub fn looks_secret(name: &str) -> bool {
     SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
 }
 
+/// Finds a program the way execvp(3) does: a name with a slash is taken as it is, anything else
+/// is searched in `search_path` (or [`DEFAULT_PATH`]). The error is the errno execvp would
+/// report: ENOENT, or EACCES when only non-executable candidates exist.
+pub fn find_program(name: &OsStr, search_path: Option<&OsStr>) -> Result<std::path::PathBuf, i32> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    const EACCES: i32 = 13;
+    const ENOENT: i32 = 2;
+    if name.as_bytes().contains(&b'/') {
+        return Ok(std::path::PathBuf::from(name));
+    }
+    if name.is_empty() {
+        return Err(ENOENT);
+    }
+    let mut saw_non_executable = false;
+    let search = search_path.unwrap_or(OsStr::new(DEFAULT_PATH));
+    for dir in search.as_bytes().split(|&b| b == b':') {
+        let dir = if dir.is_empty() {
+            std::path::Path::new(".")
+        } else {
+            std::path::Path::new(OsStr::from_bytes(dir))
+        };
+        let candidate = dir.join(name);
+        let Ok(metadata) = std::fs::metadata(&candidate) else {
+            continue;
+        };
+        if !metadata.is_file() {
+            continue;
+        }
+        // Any execute bit will do for the search; exec itself has the final word.
+        if metadata.permissions().mode() & 0o111 != 0 {
+            return Ok(candidate);
+        }
+        saw_non_executable = true;
+    }
+    Err(if saw_non_executable { EACCES } else { ENOENT })
+}
+
 /// What the policy adds to the base environment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EnvPolicy {

@@ -28,6 +28,8 @@ pub struct PolicyFile {
     pub output: OutputSection,
     /// How the cell is made.
     pub sandbox: SandboxSection,
+    /// Settings of workspaces.
+    pub workspace: WorkspaceSection,
 }
 
 /// `[filesystem]`
@@ -127,6 +129,19 @@ pub struct SandboxSection {
     pub allow_degraded: Option<bool>,
 }
 
+/// `[workspace]`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkspaceSection {
+    /// Seconds without a connection or a command after which a workspace's cell stops; 0 for
+    /// never (default 1800).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<u64>,
+    /// Largest file one write may carry (default 8M).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_file_write: Option<ByteSize>,
+}
+
 impl PolicyFile {
     /// Parses a policy file; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<PolicyFile, PolicyError> {
@@ -168,6 +183,12 @@ impl PolicyFile {
 
         replace(&mut self.sandbox.backend, top.sandbox.backend);
         replace(&mut self.sandbox.allow_degraded, top.sandbox.allow_degraded);
+
+        replace(&mut self.workspace.idle_timeout, top.workspace.idle_timeout);
+        replace(
+            &mut self.workspace.max_file_write,
+            top.workspace.max_file_write,
+        );
         self
     }
 }

@@ -28,11 +28,13 @@ mod model;
 mod size;
 
 pub use credentials::{CREDENTIAL_PATHS, DEFAULT_PROTECTED};
-pub use env::{BASE_VARIABLES, DEFAULT_PATH, EnvPolicy, SANDBOX_MARKER, looks_secret};
+pub use env::{
+    BASE_VARIABLES, DEFAULT_PATH, EnvPolicy, SANDBOX_MARKER, find_program, looks_secret,
+};
 pub use error::PolicyError;
 pub use file::{
     EnvSection, FilesystemSection, LimitsSection, NetworkSection, OutputSection, PolicyFile,
-    SandboxSection,
+    SandboxSection, WorkspaceSection,
 };
 pub use model::{
     Backend, DEFAULT_MAX_OUTPUT, DEFAULT_PIDS, DEFAULT_TIMEOUT, DEFAULT_TMP_SIZE, FilesystemPolicy,

@@ -10,7 +10,7 @@ use crate::env::EnvPolicy;
 use crate::error::PolicyError;
 use crate::file::{
     EnvSection, FilesystemSection, LimitsSection, NetworkSection, OutputSection, PolicyFile,
-    SandboxSection,
+    SandboxSection, WorkspaceSection,
 };
 use crate::size::ByteSize;
 
@@ -22,6 +22,19 @@ pub const DEFAULT_PIDS: u64 = 512;
 pub const DEFAULT_MAX_OUTPUT: ByteSize = ByteSize::mib(1);
 /// Default size of the private /tmp.
 pub const DEFAULT_TMP_SIZE: ByteSize = ByteSize::mib(512);
+/// Default idle time after which a workspace's cell stops.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(1800);
+/// Default largest file one write into a workspace may carry.
+pub const DEFAULT_MAX_FILE_WRITE: ByteSize = ByteSize::mib(8);
+
+/// Settings of workspaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkspacePolicy {
+    /// Stop the cell after this long without activity; `None` for never.
+    pub idle_timeout: Option<Duration>,
+    /// Largest file one write may carry.
+    pub max_file_write: ByteSize,
+}
 
 /// What the cell can reach on the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,6 +121,8 @@ pub struct Policy {
     pub backend: Backend,
     /// Whether a layer that cannot be set up is skipped (and reported) rather than fatal.
     pub allow_degraded: bool,
+    /// Settings of workspaces.
+    pub workspace: WorkspacePolicy,
 }
 
 /// Where relative and `~` paths point.
@@ -162,6 +177,10 @@ impl Default for Policy {
             },
             backend: Backend::Sandbox,
             allow_degraded: false,
+            workspace: WorkspacePolicy {
+                idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+                max_file_write: DEFAULT_MAX_FILE_WRITE,
+            },
         }
     }
 }
@@ -222,6 +241,17 @@ impl Policy {
             },
             backend,
             allow_degraded: file.sandbox.allow_degraded.unwrap_or(false),
+            workspace: WorkspacePolicy {
+                idle_timeout: match file.workspace.idle_timeout {
+                    Some(0) => None,
+                    Some(seconds) => Some(Duration::from_secs(seconds)),
+                    None => defaults.workspace.idle_timeout,
+                },
+                max_file_write: file
+                    .workspace
+                    .max_file_write
+                    .unwrap_or(defaults.workspace.max_file_write),
+            },
         })
     }
 
@@ -261,6 +291,10 @@ impl Policy {
             sandbox: SandboxSection {
                 backend: Some(self.backend),
                 allow_degraded: Some(self.allow_degraded),
+            },
+            workspace: WorkspaceSection {
+                idle_timeout: Some(self.workspace.idle_timeout.map_or(0, |t| t.as_secs())),
+                max_file_write: Some(self.workspace.max_file_write),
             },
         }
     }

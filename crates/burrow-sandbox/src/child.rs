@@ -3,7 +3,8 @@
 //! One ordered sequence, each step commented with why it sits where it does. Any failure is
 //! reported to burrow with the step that failed, and the init exits with 125.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use burrow_policy::NetworkMode;
 use rustix::process::DumpableBehavior;
@@ -27,11 +28,28 @@ pub(crate) struct ChildPlan<'a> {
     pub(crate) mounts: &'a MountPlan,
     pub(crate) seccomp: &'a SeccompProgram,
     pub(crate) rlimits: &'a RlimitPlan,
-    pub(crate) command: &'a PreparedCommand,
+    /// The command, for a cell that runs one (not for an agent's).
+    pub(crate) command: Option<&'a PreparedCommand>,
     /// The cell's pid_max, when it bounds the number of processes.
     pub(crate) pid_max: Option<u64>,
+    /// Set for a workspace's cell: the init becomes the agent instead of running a command.
+    pub(crate) agent: Option<AgentExec<'a>>,
     pub(crate) uid: u32,
     pub(crate) gid: u32,
+}
+
+/// How an agent's cell ends its set-up: by becoming the agent.
+pub(crate) struct AgentExec<'a> {
+    /// burrow's own executable, opened before the clone.
+    pub(crate) binary: BorrowedFd<'a>,
+    /// The listening socket, passed on as descriptor 3.
+    pub(crate) listener: BorrowedFd<'a>,
+    /// The agent's log, passed on as its stderr.
+    pub(crate) log: BorrowedFd<'a>,
+    /// argv, argv[0] included.
+    pub(crate) argv: &'a [CString],
+    /// The agent's environment as `NAME=value`.
+    pub(crate) envp: &'a [CString],
 }
 
 /// The child's ends of the pipes to burrow.
@@ -51,16 +69,23 @@ pub(crate) fn run(plan: &ChildPlan<'_>, fds: ChildFds) -> ! {
         Ok::<_, StepError>(umask)
     }));
     match outcome {
-        Ok(Ok(umask)) => init::run(
-            plan.command,
-            CommandFds {
-                stdout: fds.stdout,
-                stderr: fds.stderr,
-                report: fds.report,
-            },
-            plan.spec.stdin,
-            umask,
-        ),
+        Ok(Ok(umask)) if plan.agent.is_some() => match &plan.agent {
+            Some(agent) => exec_agent(agent, &fds, umask),
+            None => sys::exit_now(125),
+        },
+        Ok(Ok(umask)) => match plan.command {
+            Some(command) => init::run(
+                command,
+                CommandFds {
+                    stdout: fds.stdout,
+                    stderr: fds.stderr,
+                    report: fds.report,
+                },
+                plan.spec.stdin,
+                umask,
+            ),
+            None => sys::exit_now(125),
+        },
         Ok(Err(error)) => {
             // SAFETY: `report` is the child's report pipe, open for the life of this process.
             error
@@ -75,9 +100,12 @@ pub(crate) fn run(plan: &ChildPlan<'_>, fds: ChildFds) -> ! {
 /// The set-up sequence. Returns the caller's umask, for the command.
 fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, StepError> {
     // 1. Die with burrow: when the thread that cloned this process exits, the kernel sends
-    //    SIGKILL here, and the death of a pid namespace's init kills everything in it.
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-        .at(Step::ParentDeathSignal)?;
+    //    SIGKILL here, and the death of a pid namespace's init kills everything in it. An
+    //    agent's cell outlives the command that started it.
+    if plan.agent.is_none() {
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+            .at(Step::ParentDeathSignal)?;
+    }
 
     // 2. Start creating the network namespace on another CPU (see netns.rs): it is the slowest
     //    step, and nothing needs it until step 11.
@@ -122,7 +150,15 @@ fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, Step
     //     the next step does, so it runs while the network namespace may still be in the
     //     making.
     rustix::thread::set_no_new_privs(true).at(Step::NoNewPrivs)?;
-    match crate::landlock::apply(&plan.mounts.writable, plan.spec.network)? {
+    let mut writable = plan.mounts.writable.clone();
+    if plan.mounts.workspace.is_some() {
+        writable.push(std::path::PathBuf::from(crate::spec::WORKSPACE_DIR));
+    }
+    match crate::landlock::apply(
+        &writable,
+        plan.spec.network,
+        plan.agent.as_ref().map(|agent| agent.binary),
+    )? {
         Enforcement::Full | Enforcement::Partial => {}
         Enforcement::None if plan.spec.allow_degraded => Report::Degraded {
             step: Step::Landlock,
@@ -158,8 +194,10 @@ fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, Step
 
     // 14. Credential changes clear the parent-death signal; none happened, but re-arming it is
     //     cheap insurance for the rest of the cell's life.
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-        .at(Step::ParentDeathSignal)?;
+    if plan.agent.is_none() {
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+            .at(Step::ParentDeathSignal)?;
+    }
     Ok(caller_umask)
 }
 
@@ -171,6 +209,75 @@ fn log_step(plan: &ChildPlan<'_>, step: &str) {
         "cell set-up"
     );
 }
+
+/// Becomes the agent, as PID 1 of the cell: /dev/null for stdin and stdout, the log for
+/// stderr, the listening socket as descriptor 3, nothing else. burrow's binary is executed
+/// from the descriptor opened on the host (execveat): it need not appear in the cell at all.
+fn exec_agent(agent: &AgentExec<'_>, fds: &ChildFds, umask: rustix::fs::Mode) -> ! {
+    use std::os::fd::AsRawFd;
+    let failed = |report: std::os::fd::RawFd, errno: i32| -> ! {
+        // SAFETY: `report` is this process's report pipe, open until exec.
+        Report::ExecFailed {
+            errno,
+            program: "burrow agent".to_owned(),
+        }
+        .send(unsafe { std::os::fd::BorrowedFd::borrow_raw(report) });
+        sys::exit_now(125)
+    };
+    rustix::process::umask(umask);
+    let _ = sys::set_signal_mask(libc::SIG_SETMASK, &sys::SignalSet::empty());
+    let arranged = (|| -> std::io::Result<()> {
+        let null = rustix::fs::open(
+            "/dev/null",
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        // Every source is first copied above the numbers being filled, so that placing one
+        // cannot overwrite another that happens to sit on its target.
+        let lift = |fd: std::os::fd::RawFd| sys::dup_above(fd, AGENT_BINARY_FD + 1);
+        let report = lift(fds.report.as_raw_fd())?;
+        let log = lift(agent.log.as_raw_fd())?;
+        let listener = lift(agent.listener.as_raw_fd())?;
+        let binary = lift(agent.binary.as_raw_fd())?;
+        let null = {
+            let lifted = lift(null.as_raw_fd())?;
+            // Closed here, before close_from takes every other descriptor: an OwnedFd must
+            // not outlive its descriptor.
+            drop(null);
+            lifted
+        };
+        sys::dup_onto_cloexec(report, 4)?;
+        sys::dup_onto(null, 0)?;
+        sys::dup_onto(null, 1)?;
+        sys::dup_onto(log, 2)?;
+        sys::dup_onto(listener, 3)?;
+        sys::dup_onto_cloexec(binary, AGENT_BINARY_FD)?;
+        sys::close_from(AGENT_BINARY_FD + 1)
+    })();
+    if let Err(error) = arranged {
+        failed(
+            fds.report.as_raw_fd(),
+            error.raw_os_error().unwrap_or(libc::EIO),
+        );
+    }
+    let argv: Vec<*const libc::c_char> = agent
+        .argv
+        .iter()
+        .map(|arg| arg.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let envp: Vec<*const libc::c_char> = agent
+        .envp
+        .iter()
+        .map(|var| var.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let error = sys::execve_fd(AGENT_BINARY_FD, &argv, &envp);
+    failed(4, error.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// Where burrow's binary waits for the exec, after the report pipe (4).
+const AGENT_BINARY_FD: std::os::fd::RawFd = 5;
 
 fn wait_for_parent(go: std::os::fd::BorrowedFd<'_>) -> Result<(), StepError> {
     let mut byte = [0u8; 1];

@@ -3,7 +3,6 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Path, PathBuf};
 
 use crate::error::SandboxError;
 
@@ -59,39 +58,8 @@ impl PreparedCommand {
     /// The error is the errno execvp would report: ENOENT, or EACCES when only
     /// non-executable candidates exist.
     pub(crate) fn resolve(&self) -> Result<CString, i32> {
-        let name = self.name();
-        if name.as_bytes().contains(&b'/') {
-            return Ok(self.argv[0].clone());
-        }
-        let mut saw_non_executable = false;
-        let search = self
-            .search_path
-            .as_deref()
-            .unwrap_or(OsStr::new(burrow_policy::DEFAULT_PATH));
-        for dir in search.as_bytes().split(|&b| b == b':') {
-            let dir = if dir.is_empty() {
-                Path::new(".")
-            } else {
-                Path::new(OsStr::from_bytes(dir))
-            };
-            let candidate: PathBuf = dir.join(name);
-            let Ok(metadata) = std::fs::metadata(&candidate) else {
-                continue;
-            };
-            if !metadata.is_file() {
-                continue;
-            }
-            if rustix::fs::access(&candidate, rustix::fs::Access::EXEC_OK).is_ok() {
-                return CString::new(candidate.into_os_string().into_vec())
-                    .map_err(|_| libc::ENOENT);
-            }
-            saw_non_executable = true;
-        }
-        Err(if saw_non_executable {
-            libc::EACCES
-        } else {
-            libc::ENOENT
-        })
+        let path = burrow_policy::find_program(self.name(), self.search_path.as_deref())?;
+        CString::new(path.into_os_string().into_vec()).map_err(|_| libc::ENOENT)
     }
 
     /// The arguments after the program name.

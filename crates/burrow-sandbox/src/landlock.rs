@@ -35,9 +35,12 @@ pub(crate) enum Enforcement {
 }
 
 /// Restricts the calling process (and everything it starts) to the cell's filesystem policy.
+/// `agent_binary`, for a workspace's cell, is burrow's own executable, opened on the host and
+/// not visible in the cell: it may be executed (and only that file).
 pub(crate) fn apply(
     writable_roots: &[PathBuf],
     network: NetworkMode,
+    agent_binary: Option<std::os::fd::BorrowedFd<'_>>,
 ) -> Result<Enforcement, StepError> {
     let abi = TARGET_ABI;
     let read = AccessFs::from_read(abi);
@@ -65,6 +68,14 @@ pub(crate) fn apply(
     }
     for root in writable_roots {
         created = add_rule(created, root, all)?;
+    }
+    if let Some(binary) = agent_binary {
+        created = created
+            .add_rule(PathBeneath::new(
+                binary,
+                AccessFs::Execute | AccessFs::ReadFile,
+            ))
+            .at(Step::Landlock)?;
     }
     let status = created.restrict_self().at(Step::Landlock)?;
     Ok(match status.ruleset {
@@ -129,7 +140,7 @@ mod tests {
 
         let result = in_child(|| {
             rustix::thread::set_no_new_privs(true).unwrap();
-            let enforcement = apply(std::slice::from_ref(&writable), NetworkMode::None)
+            let enforcement = apply(std::slice::from_ref(&writable), NetworkMode::None, None)
                 .map_err(|e| e.source)
                 .unwrap();
             if enforcement == Enforcement::None {
@@ -156,7 +167,9 @@ mod tests {
         assert_eq!(control, 0);
         let result = in_child(|| {
             rustix::thread::set_no_new_privs(true).unwrap();
-            apply(&[], NetworkMode::None).map_err(|e| e.source).unwrap();
+            apply(&[], NetworkMode::None, None)
+                .map_err(|e| e.source)
+                .unwrap();
             errno(std::net::TcpStream::connect(address))
         });
         assert_eq!(result, libc::EACCES);

@@ -50,9 +50,10 @@ mod sys;
 mod testing;
 mod userns;
 
-pub use cgroup::{CgroupLayout, CgroupVersion, Hierarchy, Placement};
+pub use cgroup::{CgroupLayout, CgroupVersion, Hierarchy, Placement, remove_cgroup_dirs};
 pub use error::{SandboxError, Step};
 pub use outcome::{Degradation, ExecError, LimitEnforcement, Mechanism, Outcome, Termination};
-pub use spawn::Cell;
-pub use spec::{CellSpec, Stdin};
-pub use supervise::WaitOptions;
+pub use seccomp::CommandFilter;
+pub use spawn::{AgentCell, AgentLaunch, Cell};
+pub use spec::{CellSpec, Stdin, WORKSPACE_DIR, WorkspaceMount};
+pub use supervise::{SignalForwarder, WaitOptions};

@@ -292,41 +292,7 @@ fn check_cgroups(root: bool) -> Check {
 
 fn check_overlayfs() -> Check {
     let name = "overlayfs";
-    let result = in_child(|| {
-        enter_user_and_mount_namespace()?;
-        // Everything happens in this child's private mount namespace, on a tmpfs laid over
-        // /tmp there: nothing is created on the host.
-        rustix::mount::mount_change(
-            "/",
-            rustix::mount::MountPropagationFlags::REC
-                | rustix::mount::MountPropagationFlags::PRIVATE,
-        )?;
-        let scratch = std::path::PathBuf::from("/tmp");
-        rustix::mount::mount(
-            "tmpfs",
-            &scratch,
-            "tmpfs",
-            rustix::mount::MountFlags::empty(),
-            None,
-        )?;
-        for dir in ["lower", "upper", "work", "merged"] {
-            std::fs::create_dir(scratch.join(dir))?;
-        }
-        let options = format!(
-            "lowerdir={0}/lower,upperdir={0}/upper,workdir={0}/work",
-            scratch.display()
-        );
-        let options = std::ffi::CString::new(options).map_err(std::io::Error::other)?;
-        rustix::mount::mount(
-            "overlay",
-            scratch.join("merged"),
-            "overlay",
-            rustix::mount::MountFlags::empty(),
-            options.as_c_str(),
-        )?;
-        Ok(())
-    });
-    match result {
+    match overlay_in_user_namespace(None) {
         Ok(()) => check(
             name,
             Status::Ok,
@@ -340,6 +306,52 @@ fn check_overlayfs() -> Check {
             Some("use Linux 5.11 or later"),
         ),
     }
+}
+
+/// Whether overlayfs can be mounted in a user namespace here, which workspaces need to keep
+/// their changes in a layer of their own (they copy the whole tree otherwise). Tries it in a
+/// child process: in `scratch`, an empty directory on the filesystem that will hold the layers
+/// (the caller removes what is created in it), or on a tmpfs of the child's own.
+pub fn overlay_in_user_namespace(scratch: Option<&std::path::Path>) -> Result<(), String> {
+    in_child(|| {
+        enter_user_and_mount_namespace()?;
+        rustix::mount::mount_change(
+            "/",
+            rustix::mount::MountPropagationFlags::REC
+                | rustix::mount::MountPropagationFlags::PRIVATE,
+        )?;
+        let scratch = match scratch {
+            Some(dir) => dir.to_path_buf(),
+            None => {
+                let tmp = std::path::PathBuf::from("/tmp");
+                rustix::mount::mount(
+                    "tmpfs",
+                    &tmp,
+                    "tmpfs",
+                    rustix::mount::MountFlags::empty(),
+                    None,
+                )?;
+                tmp
+            }
+        };
+        for dir in ["lower", "upper", "work", "merged"] {
+            std::fs::create_dir(scratch.join(dir))?;
+        }
+        let options = format!(
+            "lowerdir={0}/lower,upperdir={0}/upper,workdir={0}/work,userxattr",
+            scratch.display()
+        );
+        let options = std::ffi::CString::new(options).map_err(std::io::Error::other)?;
+        rustix::mount::mount(
+            "overlay",
+            scratch.join("merged"),
+            "overlay",
+            rustix::mount::MountFlags::empty(),
+            options.as_c_str(),
+        )?;
+        Ok(())
+    })
+    .map_err(|error| error.to_string())
 }
 
 fn check_trial_cell(context: &PathContext) -> Check {

@@ -3,7 +3,10 @@
 //! Everything that can be prepared before the clone is (paths, argv, the seccomp program, the
 //! cgroup), so the child does only what must happen inside the new namespaces.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::ffi::CString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::Duration;
 use std::time::Instant;
 
 use burrow_policy::Backend;
@@ -16,6 +19,7 @@ use crate::error::SandboxError;
 use crate::limits::{self, LimitPlan, ProcessLimit};
 use crate::mounts::MountPlan;
 use crate::outcome::{Degradation, LimitEnforcement};
+use crate::report::Report;
 use crate::seccomp::SeccompProgram;
 use crate::spec::CellSpec;
 use crate::sys::{self, Forked};
@@ -54,7 +58,7 @@ impl Cell {
     /// The sandbox backend clones the calling process, so the caller must be single-threaded.
     pub fn spawn(spec: &CellSpec) -> Result<Cell, SandboxError> {
         match spec.backend {
-            Backend::Sandbox => spawn_cell(spec),
+            Backend::Sandbox => spawn_cell(spec, None).map(|(cell, _)| cell),
             Backend::Host => crate::host::spawn(spec),
         }
     }
@@ -119,7 +123,129 @@ fn set_nonblocking(fd: &OwnedFd) -> Result<(), SandboxError> {
         .map_err(SandboxError::errno("configure a pipe"))
 }
 
-fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
+/// How to start the agent in a workspace's cell: [`Cell::spawn_agent`].
+#[derive(Debug)]
+pub struct AgentLaunch<'a> {
+    /// Arguments after the program name (`agent --listen-fd 3 ...`).
+    pub args: Vec<String>,
+    /// The agent's environment.
+    pub env: Vec<(String, String)>,
+    /// The listening socket, passed to the agent as descriptor 3.
+    pub listener: BorrowedFd<'a>,
+    /// Where the agent's stderr goes.
+    pub log: BorrowedFd<'a>,
+}
+
+/// A workspace's cell, started and left running: it outlives the process that started it.
+#[derive(Debug)]
+pub struct AgentCell {
+    /// The cell's init (the agent), as the host sees it.
+    pub pid: u32,
+    /// Cgroup directories the cell runs in, to remove once it has stopped.
+    pub cgroup_dirs: Vec<PathBuf>,
+    /// How the limits were enforced.
+    pub limits: LimitEnforcement,
+    /// Layers the cell runs without.
+    pub degraded: Vec<Degradation>,
+}
+
+/// How long an agent's cell may take to set itself up.
+const AGENT_SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Cell {
+    /// Starts a workspace's cell whose init becomes burrow's agent, and returns once the cell is
+    /// set up (or refuses with the step that failed). The cell is not killed when the caller
+    /// exits. The caller must be single-threaded.
+    pub fn spawn_agent(
+        spec: &CellSpec,
+        launch: &AgentLaunch<'_>,
+    ) -> Result<AgentCell, SandboxError> {
+        let (mut cell, pid) = spawn_cell(spec, Some(launch))?;
+        // The report pipe closes when the agent is exec'd (close-on-exec); before that, only a
+        // failure is written to it.
+        let deadline = Instant::now() + AGENT_SETUP_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(SandboxError::Io {
+                    doing: "set up the workspace's cell",
+                    error: std::io::Error::from(std::io::ErrorKind::TimedOut),
+                });
+            }
+            let mut fds = [rustix::event::PollFd::new(
+                &cell.report,
+                rustix::event::PollFlags::IN,
+            )];
+            let timeout = rustix::event::Timespec {
+                tv_sec: left.as_secs() as i64,
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(error) => {
+                    return Err(SandboxError::errno("wait for the workspace's cell")(error));
+                }
+            }
+            if fds[0].revents().contains(rustix::event::PollFlags::HUP) {
+                break;
+            }
+        }
+        for report in Report::read_all(crate::supervise::ReportReader(cell.report.as_fd())) {
+            match report {
+                Report::SetupFailed {
+                    step,
+                    errno: 0,
+                    detail,
+                } => {
+                    return Err(SandboxError::Refused { step, detail });
+                }
+                Report::SetupFailed {
+                    step,
+                    errno,
+                    detail,
+                } => {
+                    return Err(SandboxError::Setup {
+                        step,
+                        detail,
+                        error: std::io::Error::from_raw_os_error(errno),
+                    });
+                }
+                Report::ExecFailed { errno, program } => {
+                    return Err(SandboxError::Io {
+                        doing: "start the agent",
+                        error: std::io::Error::other(format!(
+                            "{program}: {}",
+                            std::io::Error::from_raw_os_error(errno)
+                        )),
+                    });
+                }
+                Report::Degraded { step, detail } => cell.degraded.push(Degradation {
+                    layer: step.describe().to_owned(),
+                    reason: detail,
+                }),
+                Report::Exited { .. } => {}
+            }
+        }
+        // From here on the cell lives on its own: neither killed nor reaped by this process.
+        cell.reaped = true;
+        let cgroup_dirs = cell
+            .cgroup
+            .take()
+            .map(CellCgroup::detach)
+            .unwrap_or_default();
+        Ok(AgentCell {
+            pid: pid as u32,
+            cgroup_dirs,
+            limits: cell.limits,
+            degraded: std::mem::take(&mut cell.degraded),
+        })
+    }
+}
+
+fn spawn_cell(
+    spec: &CellSpec,
+    agent: Option<&AgentLaunch<'_>>,
+) -> Result<(Cell, libc::pid_t), SandboxError> {
     let started = Instant::now();
     let threads = sys::thread_count().map_err(SandboxError::io("count this process's threads"))?;
     if threads > 1 {
@@ -127,9 +253,28 @@ fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
     }
 
     let mounts = MountPlan::prepare(spec)?;
-    let command = PreparedCommand::new(&spec.argv, &spec.env)?;
-    let seccomp = SeccompProgram::for_network(spec.network)
-        .map_err(|error| SandboxError::Seccomp(error.to_string()))?;
+    let command = match agent {
+        None => Some(PreparedCommand::new(&spec.argv, &spec.env)?),
+        Some(_) => None,
+    };
+    let agent_strings = agent.map(AgentStrings::new).transpose()?;
+    // burrow's own binary, bound into an agent's cell and exec'd there.
+    let binary = match agent {
+        Some(_) => Some(
+            rustix::fs::open(
+                "/proc/self/exe",
+                rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(SandboxError::errno("open burrow's own binary"))?,
+        ),
+        None => None,
+    };
+    let seccomp = match agent {
+        None => SeccompProgram::for_network(spec.network),
+        Some(_) => SeccompProgram::for_agent(spec.network),
+    }
+    .map_err(|error| SandboxError::Seccomp(error.to_string()))?;
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
     let root = rustix::process::geteuid().is_root();
@@ -178,7 +323,17 @@ fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
                 mounts: &mounts,
                 seccomp: &seccomp,
                 rlimits: &rlimits,
-                command: &command,
+                command: command.as_ref(),
+                agent: match (agent, &agent_strings, &binary) {
+                    (Some(launch), Some(strings), Some(binary)) => Some(child::AgentExec {
+                        binary: binary.as_fd(),
+                        listener: launch.listener,
+                        log: launch.log,
+                        argv: &strings.argv,
+                        envp: &strings.envp,
+                    }),
+                    _ => None,
+                },
                 pid_max: match processes {
                     ProcessLimit::PidMax(value) => Some(value),
                     ProcessLimit::Rlimit | ProcessLimit::Cgroup { .. } => None,
@@ -234,5 +389,31 @@ fn spawn_cell(spec: &CellSpec) -> Result<Cell, SandboxError> {
     // The child may already have failed and exited; its report says why, so EPIPE is fine.
     let _ = rustix::io::write(&go_write, &[1]);
     drop(go_write);
-    Ok(cell)
+    Ok((cell, pid))
+}
+
+/// An agent's argv and environment as C strings, made before the clone.
+struct AgentStrings {
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+}
+
+impl AgentStrings {
+    fn new(launch: &AgentLaunch<'_>) -> Result<AgentStrings, SandboxError> {
+        let c_string = |text: String| {
+            CString::new(text).map_err(|_| {
+                SandboxError::InvalidCommand("an agent argument contains a NUL byte".to_owned())
+            })
+        };
+        let argv = std::iter::once("burrow".to_owned())
+            .chain(launch.args.iter().cloned())
+            .map(c_string)
+            .collect::<Result<_, _>>()?;
+        let envp = launch
+            .env
+            .iter()
+            .map(|(name, value)| c_string(format!("{name}={value}")))
+            .collect::<Result<_, _>>()?;
+        Ok(AgentStrings { argv, envp })
+    }
 }

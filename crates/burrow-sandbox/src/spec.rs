@@ -39,7 +39,29 @@ pub struct CellSpec {
     pub hostname: String,
     /// Standard input.
     pub stdin: Stdin,
+    /// A workspace mounted at /workspace (and writable there).
+    pub workspace: Option<WorkspaceMount>,
 }
+
+/// Where a workspace's files come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkspaceMount {
+    /// An overlay: read-only lower layers (topmost first) under a writable upper layer.
+    Overlay {
+        /// Lower layers, topmost first.
+        lower: Vec<PathBuf>,
+        /// Where changes go.
+        upper: PathBuf,
+        /// Overlayfs's work directory, on the same filesystem as `upper`.
+        work: PathBuf,
+    },
+    /// A plain directory, bound read-write (the copying fallback where overlayfs cannot be
+    /// mounted in a user namespace).
+    Directory(PathBuf),
+}
+
+/// Where a cell's workspace appears inside it.
+pub const WORKSPACE_DIR: &str = "/workspace";
 
 impl CellSpec {
     /// Builds a spec from a validated policy, the caller's context and environment.
@@ -63,6 +85,7 @@ impl CellSpec {
             backend: policy.backend,
             hostname: "burrow".to_owned(),
             stdin: Stdin::Inherit,
+            workspace: None,
         })
     }
 

@@ -267,7 +267,7 @@ fn termination_of_waitid(status: &rustix::process::WaitIdStatus) -> Termination 
 }
 
 /// Reads a non-blocking pipe until it is empty.
-struct ReportReader<'a>(BorrowedFd<'a>);
+pub(crate) struct ReportReader<'a>(pub(crate) BorrowedFd<'a>);
 
 impl io::Read for ReportReader<'_> {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
@@ -279,20 +279,30 @@ impl io::Read for ReportReader<'_> {
     }
 }
 
-/// Blocks the forwarded signals in this thread and receives them through a signalfd; the
-/// previous mask is restored on drop.
-struct SignalForwarder {
+/// Blocks the signals burrow passes on to a command (SIGINT, SIGTERM, SIGHUP, SIGQUIT) in this
+/// thread and receives them through a signalfd instead; the previous mask is restored on drop.
+pub struct SignalForwarder {
     fd: OwnedFd,
     previous: SignalSet,
 }
 
 impl SignalForwarder {
-    fn install() -> Result<SignalForwarder, SandboxError> {
+    /// Starts receiving the forwarded signals.
+    pub fn install() -> Result<SignalForwarder, SandboxError> {
         let set = SignalSet::of(&FORWARDED);
         let previous = sys::set_signal_mask(libc::SIG_BLOCK, &set)
             .map_err(SandboxError::io("block signals"))?;
         let fd = sys::signalfd(&set, true).map_err(SandboxError::io("receive signals"))?;
         Ok(SignalForwarder { fd, previous })
+    }
+
+    /// The signals received since the last call.
+    pub fn pending(&self) -> Vec<i32> {
+        let mut signals = Vec::new();
+        while let Ok(Some((signal, _))) = sys::read_signal(self.fd.as_fd()) {
+            signals.push(signal);
+        }
+        signals
     }
 
     fn forward(&self, cell: &Cell) {
@@ -309,6 +319,21 @@ impl SignalForwarder {
                 }
             }
         }
+    }
+}
+
+impl std::fmt::Debug for SignalForwarder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignalForwarder")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsFd for SignalForwarder {
+    /// Readable while signals are pending.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

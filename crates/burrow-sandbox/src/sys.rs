@@ -104,6 +104,31 @@ pub(crate) fn execve(
     io::Error::last_os_error()
 }
 
+/// execveat(2) of the file open at `fd` (`AT_EMPTY_PATH`, as fexecve(3) does); returns only on
+/// failure. The descriptor may be `O_PATH` and close-on-exec (the file is an ELF binary, not a
+/// script that would need to reopen it).
+pub(crate) fn execve_fd(
+    fd: RawFd,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+) -> io::Error {
+    debug_assert!(argv.last().is_some_and(|p| p.is_null()));
+    debug_assert!(envp.last().is_some_and(|p| p.is_null()));
+    // SAFETY: the path is an empty NUL-terminated string; `argv` and `envp` are NULL-terminated
+    // arrays of pointers to NUL-terminated strings that the caller keeps alive across the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_execveat,
+            fd,
+            c"".as_ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    io::Error::last_os_error()
+}
+
 /// `_exit(2)`: ends the process at once, without running Rust or C destructors or atexit
 /// handlers (which belong to the parent's copy of the state).
 pub(crate) fn exit_now(code: i32) -> ! {
@@ -174,6 +199,13 @@ pub(crate) fn dup_onto(from: RawFd, to: RawFd) -> io::Result<()> {
     }
     // SAFETY: dup2 on descriptors we own; `to` is replaced atomically.
     check(unsafe { libc::dup2(from, to) }.into()).map(drop)
+}
+
+/// fcntl(F_DUPFD_CLOEXEC): a close-on-exec copy of `fd` numbered `lowest` or above. The copy is
+/// left to `close_from` or exec to close.
+pub(crate) fn dup_above(fd: RawFd, lowest: RawFd) -> io::Result<RawFd> {
+    // SAFETY: duplicating a descriptor we own; the new number is returned, not owned by Rust.
+    check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, lowest) }.into()).map(|fd| fd as RawFd)
 }
 
 /// dup3(2) with close-on-exec: moves a descriptor to a fixed number.

@@ -1,8 +1,13 @@
 //! Dispatch from the parsed command line to each command.
 
+mod agent;
+mod changes;
 mod doctor;
+mod exec;
+mod files;
 mod policy;
 mod run;
+mod workspaces;
 
 use std::process::ExitCode;
 
@@ -26,6 +31,35 @@ pub fn run_main() -> ExitCode {
             command: PolicyCommand::Check { file, json },
         } => policy::check(&file, json),
         Command::Doctor { json } => doctor::doctor(json),
+        Command::Ws(command) => workspaces::ws(&command),
+        Command::Exec(args) => exec::exec(&args),
+        Command::File(command) => files::file(&command),
+        Command::Patch {
+            workspace,
+            file,
+            json,
+        } => changes::patch(&workspace, file.as_deref(), json),
+        Command::Diff {
+            workspace,
+            stat,
+            json,
+        } => changes::diff(&workspace, stat, json),
+        Command::Export {
+            workspace,
+            path,
+            output,
+            json,
+        } => changes::export(&workspace, path.as_deref(), &output, json),
+        Command::Import {
+            workspace,
+            source,
+            dest,
+            json,
+        } => changes::import(&workspace, &source, &dest, json),
+        Command::Reset { workspace, to } => changes::reset(&workspace, to.as_deref()),
+        Command::Snapshot(command) => changes::snapshot(&command),
+        Command::Audit { workspace, json } => changes::audit(&workspace, json),
+        Command::Agent(args) => agent::agent(&args),
     }
 }
 

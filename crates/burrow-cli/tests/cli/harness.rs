@@ -223,6 +223,8 @@ impl Harness {
 
 impl Drop for Harness {
     fn drop(&mut self) {
+        // Workspace cells outlive the burrow that started them: stop them with the test.
+        self.delete_workspaces();
         // Everything under the test's directory belongs to the test user or to the invoker.
         let _ = std::fs::remove_dir_all(&self.root);
     }

@@ -7,6 +7,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod harness;
+mod workspace_harness;
 
 mod environment;
 mod exit_codes;
@@ -18,3 +19,4 @@ mod policy;
 mod processes;
 mod snapshots;
 mod tools;
+mod workspaces;

@@ -196,6 +196,16 @@ impl CellCgroup {
         Ok(())
     }
 
+    /// Leaves the cgroup in place (for a cell that outlives this process) and returns its
+    /// directories, for [`remove_cgroup_dirs`] once the cell has stopped.
+    pub(crate) fn detach(mut self) -> Vec<PathBuf> {
+        self.memory = None;
+        std::mem::take(&mut self.dirs)
+            .into_iter()
+            .map(|dir| dir.path)
+            .collect()
+    }
+
     /// Whether the kernel's OOM killer killed a process of the cell.
     pub(crate) fn oom_killed(&self) -> bool {
         let Some(memory) = &self.memory else {
@@ -221,6 +231,13 @@ impl Drop for CellCgroup {
         for dir in &self.dirs {
             remove_when_empty(&dir.path);
         }
+    }
+}
+
+/// Removes the cgroup directories of a stopped cell.
+pub fn remove_cgroup_dirs(dirs: &[PathBuf]) {
+    for dir in dirs {
+        remove_when_empty(dir);
     }
 }
 

@@ -18,7 +18,7 @@ use rustix::mount::{
     OpenTreeFlags, UnmountFlags,
 };
 
-use super::{MountPlan, ProtectedPath, relative_to_root};
+use super::{MountPlan, ProtectedPath, relative_to_root, workspace};
 use crate::error::Step;
 use crate::report::{AtStep, StepError};
 use crate::sys::{self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
@@ -51,15 +51,31 @@ pub(crate) fn build_root(plan: &MountPlan, pid_max: Option<u64>) -> Result<Owned
     .at(Step::PrivateMounts)?;
 
     // Take every host tree the cell needs before the new root covers the staging point: a
-    // writable root under /tmp would otherwise be looked up inside the read-only clone.
-    let root = clone_tree(CWD, Path::new("/"), true).at(Step::CloneRoot)?;
-    sys::mount_setattr(
-        root.as_fd(),
-        true,
-        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-        0,
-    )
-    .at(Step::ReadOnlyRoot)?;
+    // writable root under /tmp would otherwise be looked up inside the read-only clone. A
+    // workspace's cell needs a root that can hold /workspace: a tmpfs with the host's top level
+    // bound into it; other cells use a read-only clone of the host's root itself.
+    let (root, top_entries) = match &plan.workspace {
+        None => {
+            let root = clone_tree(CWD, Path::new("/"), true).at(Step::CloneRoot)?;
+            sys::mount_setattr(
+                root.as_fd(),
+                true,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                0,
+            )
+            .at(Step::ReadOnlyRoot)?;
+            (root, None)
+        }
+        Some(_) => (
+            workspace::new_root_tmpfs()?,
+            Some(workspace::take_top_entries()?),
+        ),
+    };
+    let workspace_tree = plan
+        .workspace
+        .as_ref()
+        .map(workspace::workspace_tree)
+        .transpose()?;
     let writable = clone_writable_roots(plan)?;
     let readonly = plan
         .readonly
@@ -85,18 +101,32 @@ pub(crate) fn build_root(plan: &MountPlan, pid_max: Option<u64>) -> Result<Owned
 
     attach(root.as_fd(), CWD, Path::new(STAGING)).at(Step::CloneRoot)?;
     let new_root = open_path(CWD, Path::new(STAGING)).at(Step::CloneRoot)?;
+    if let Some(entries) = &top_entries {
+        workspace::populate_root(new_root.as_fd(), entries)?;
+    }
 
     let scratch = mount_scratch(new_root.as_fd(), plan.tmp_size, &run_files)?;
     mount_dev(new_root.as_fd(), &devices, &scratch)?;
     mount_proc(new_root.as_fd(), pid_max)?;
+    if let Some(tree) = &workspace_tree {
+        workspace::attach_workspace(new_root.as_fd(), tree)?;
+    }
     for (path, tree) in writable.iter().chain(&readonly) {
         bind_root(new_root.as_fd(), path, tree)?;
     }
-    for root in &plan.writable {
+    let workspace_root = plan
+        .workspace
+        .as_ref()
+        .map(|_| PathBuf::from(crate::spec::WORKSPACE_DIR));
+    for root in plan.writable.iter().chain(&workspace_root) {
         protect_inside(new_root.as_fd(), root, &plan.protected)?;
     }
     for hidden in &plan.hidden {
         hide(new_root.as_fd(), &hidden.path, &scratch)?;
+    }
+    if top_entries.is_some() {
+        // Nothing new may appear at the top of the cell.
+        sys::mount_setattr(new_root.as_fd(), false, MOUNT_ATTR_RDONLY, 0).at(Step::ReadOnlyRoot)?;
     }
     Ok(new_root)
 }
@@ -137,7 +167,11 @@ fn clone_device_nodes() -> Result<Vec<(&'static str, OwnedFd)>, StepError> {
 }
 
 /// Clones a host path (looked up without following symlinks) as a detached mount.
-fn clone_host_path(path: &Path, recursive: bool, step: Step) -> Result<OwnedFd, StepError> {
+pub(super) fn clone_host_path(
+    path: &Path,
+    recursive: bool,
+    step: Step,
+) -> Result<OwnedFd, StepError> {
     let source = rustix::fs::openat2(
         CWD,
         path,
@@ -403,7 +437,7 @@ fn hide(new_root: BorrowedFd<'_>, path: &Path, scratch: &Scratch) -> Result<(), 
 // ---------------------------------------------------------------------------------------------
 // Small helpers over the mount and openat2 APIs.
 
-fn clone_tree<Fd: AsFd>(dir: Fd, path: &Path, recursive: bool) -> io::Result<OwnedFd> {
+pub(super) fn clone_tree<Fd: AsFd>(dir: Fd, path: &Path, recursive: bool) -> io::Result<OwnedFd> {
     let mut flags = OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC;
     if path.as_os_str().is_empty() {
         flags |= OpenTreeFlags::AT_EMPTY_PATH;
@@ -426,7 +460,7 @@ fn attach<Fd: AsFd>(tree: BorrowedFd<'_>, dir: Fd, path: &Path) -> io::Result<()
 }
 
 /// Attaches a detached tree onto the file or directory `target` refers to.
-fn attach_to(tree: BorrowedFd<'_>, target: BorrowedFd<'_>) -> io::Result<()> {
+pub(super) fn attach_to(tree: BorrowedFd<'_>, target: BorrowedFd<'_>) -> io::Result<()> {
     Ok(rustix::mount::move_mount(
         tree,
         "",
@@ -446,7 +480,7 @@ fn open_path<Fd: AsFd>(dir: Fd, path: &Path) -> io::Result<OwnedFd> {
 }
 
 /// Looks `relative` up beneath `dir`, refusing any symlink and any escape from `dir`.
-fn open_beneath(dir: BorrowedFd<'_>, relative: &Path) -> io::Result<OwnedFd> {
+pub(super) fn open_beneath(dir: BorrowedFd<'_>, relative: &Path) -> io::Result<OwnedFd> {
     let relative = if relative.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -463,7 +497,11 @@ fn open_beneath(dir: BorrowedFd<'_>, relative: &Path) -> io::Result<OwnedFd> {
 
 /// Creates the missing directories of `relative` beneath `dir`, and the last component as a
 /// directory or an empty file, and returns it.
-fn create_beneath(dir: BorrowedFd<'_>, relative: &Path, last_is_dir: bool) -> io::Result<OwnedFd> {
+pub(super) fn create_beneath(
+    dir: BorrowedFd<'_>,
+    relative: &Path,
+    last_is_dir: bool,
+) -> io::Result<OwnedFd> {
     let components: Vec<&OsStr> = relative.iter().collect();
     let mut current = open_beneath(dir, Path::new(""))?;
     for (index, component) in components.iter().enumerate() {
@@ -489,7 +527,7 @@ fn make_dir<P: rustix::path::Arg>(dir: BorrowedFd<'_>, name: P, mode: u32) -> io
 }
 
 /// Creates an empty regular file and returns an O_PATH descriptor of it.
-fn make_file(dir: BorrowedFd<'_>, name: &Path, mode: u32) -> io::Result<OwnedFd> {
+pub(super) fn make_file(dir: BorrowedFd<'_>, name: &Path, mode: u32) -> io::Result<OwnedFd> {
     drop(rustix::fs::openat(
         dir,
         name,
@@ -509,7 +547,7 @@ fn new_tmpfs(size: u64, mode: &str) -> io::Result<OwnedFd> {
 }
 
 /// A detached mount of a fresh filesystem instance, configured by key (and value).
-fn new_filesystem(
+pub(super) fn new_filesystem(
     kind: &str,
     options: &[(&str, Option<&str>)],
     attributes: MountAttrFlags,

@@ -6,6 +6,7 @@
 //! another cell sharing a writable directory could swap a path for a symlink in between.
 
 mod build;
+mod workspace;
 
 pub(crate) use build::{build_root, enter_root};
 
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use burrow_policy::NetworkMode;
 
 use crate::error::SandboxError;
-use crate::spec::CellSpec;
+use crate::spec::{CellSpec, WorkspaceMount};
 
 /// A path hidden from the cell, with what kind of placeholder covers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,8 @@ pub(crate) struct MountPlan {
     pub(crate) run_files: Vec<PathBuf>,
     /// The working directory, canonical.
     pub(crate) cwd: PathBuf,
+    /// The workspace mounted at /workspace, its host paths canonical.
+    pub(crate) workspace: Option<WorkspaceMount>,
 }
 
 impl MountPlan {
@@ -126,10 +129,17 @@ impl MountPlan {
             })
             .collect();
 
-        let cwd = std::fs::canonicalize(&spec.cwd).map_err(|error| SandboxError::Path {
-            path: spec.cwd.clone(),
-            reason: format!("cannot be the working directory: {error}"),
-        })?;
+        // A workspace's cell starts in /workspace, which exists only inside it.
+        let in_workspace =
+            spec.workspace.is_some() && spec.cwd.starts_with(crate::spec::WORKSPACE_DIR);
+        let cwd = if in_workspace {
+            spec.cwd.clone()
+        } else {
+            std::fs::canonicalize(&spec.cwd).map_err(|error| SandboxError::Path {
+                path: spec.cwd.clone(),
+                reason: format!("cannot be the working directory: {error}"),
+            })?
+        };
         if let Some(hide) = hidden.iter().find(|hide| cwd.starts_with(&hide.path)) {
             return Err(SandboxError::Path {
                 path: cwd,
@@ -149,6 +159,12 @@ impl MountPlan {
             Vec::new()
         };
 
+        let workspace = spec
+            .workspace
+            .as_ref()
+            .map(canonical_workspace)
+            .transpose()?;
+
         let run_files = match spec.network {
             NetworkMode::Host => resolver_files_under_run(),
             NetworkMode::None | NetworkMode::Loopback => Vec::new(),
@@ -162,8 +178,34 @@ impl MountPlan {
             tmp_size: fs.tmp_size.bytes(),
             run_files,
             cwd,
+            workspace,
         })
     }
+}
+
+/// The workspace's host paths, resolved and checked to exist (as directories).
+fn canonical_workspace(mount: &WorkspaceMount) -> Result<WorkspaceMount, SandboxError> {
+    let resolve = |path: &PathBuf| -> Result<PathBuf, SandboxError> {
+        let canonical = std::fs::canonicalize(path).map_err(|error| SandboxError::Path {
+            path: path.clone(),
+            reason: format!("cannot hold the workspace: {error}"),
+        })?;
+        if !canonical.is_dir() {
+            return Err(SandboxError::Path {
+                path: path.clone(),
+                reason: "cannot hold the workspace: not a directory".to_owned(),
+            });
+        }
+        Ok(canonical)
+    };
+    Ok(match mount {
+        WorkspaceMount::Overlay { lower, upper, work } => WorkspaceMount::Overlay {
+            lower: lower.iter().map(resolve).collect::<Result<_, _>>()?,
+            upper: resolve(upper)?,
+            work: resolve(work)?,
+        },
+        WorkspaceMount::Directory(path) => WorkspaceMount::Directory(resolve(path)?),
+    })
 }
 
 /// /etc/resolv.conf is often a symlink into /run (systemd-resolved, NetworkManager); the cell's

@@ -32,8 +32,18 @@ fn deny_all(syscalls: &[i64]) -> impl Iterator<Item = Rule> + '_ {
     syscalls.iter().map(|&nr| Rule::deny(nr, libc::EPERM))
 }
 
+/// Who the filter is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    /// The command of a `burrow run` cell.
+    Command,
+    /// A workspace's agent, which resolves paths with openat2(RESOLVE_BENEATH) and adds
+    /// [`openat2_rule`] for each command it starts ([`CommandFilter`]).
+    Agent,
+}
+
 /// The rules for a cell with the given network mode.
-fn rules(network: NetworkMode) -> Vec<Rule> {
+fn rules(network: NetworkMode, holder: Holder) -> Vec<Rule> {
     let mut rules = Vec::new();
 
     // Reading or writing another process's memory would bypass every other layer, and the
@@ -132,6 +142,9 @@ fn rules(network: NetworkMode) -> Vec<Rule> {
     // privileges on the host, for anyone who can reach it: when burrow runs as root, that is
     // root. Refuse the bits wherever a mode is set.
     rules.extend(setid_mode_rules());
+    if holder == Holder::Command {
+        rules.push(openat2_rule());
+    }
 
     // Device nodes give raw access to hardware or kernel memory. (Without CAP_MKNOD the kernel
     // refuses them too; this keeps the rule independent of capabilities.) FIFOs, sockets and
@@ -180,8 +193,6 @@ fn setid_mode_rules() -> Vec<Rule> {
         Rule::deny_when(libc::SYS_fchmodat, vec![setid(2)], libc::EPERM),
         Rule::deny_when(libc::SYS_fchmodat2, vec![setid(2)], libc::EPERM),
         Rule::deny_when(libc::SYS_openat, vec![creating(2), setid(3)], libc::EPERM),
-        // openat2 passes its mode in memory; ENOSYS makes callers fall back to openat.
-        Rule::deny(libc::SYS_openat2, libc::ENOSYS),
     ];
     #[cfg(target_arch = "x86_64")]
     rules.extend([
@@ -190,6 +201,12 @@ fn setid_mode_rules() -> Vec<Rule> {
         Rule::deny_when(libc::SYS_creat, vec![setid(1)], libc::EPERM),
     ]);
     rules
+}
+
+/// openat2 passes its mode in memory, where a filter cannot check it for the setid bits;
+/// ENOSYS makes callers fall back to openat.
+fn openat2_rule() -> Rule {
+    Rule::deny(libc::SYS_openat2, libc::ENOSYS)
 }
 
 fn device_node_rules() -> Vec<Rule> {
@@ -228,12 +245,46 @@ pub(crate) struct SeccompProgram(Vec<sock_filter>);
 impl SeccompProgram {
     /// Compiles the filter for a network mode (done before the cell is cloned).
     pub(crate) fn for_network(network: NetworkMode) -> Result<SeccompProgram, CompileError> {
-        bpf::compile(&rules(network)).map(SeccompProgram)
+        bpf::compile(&rules(network, Holder::Command)).map(SeccompProgram)
+    }
+
+    /// The filter of a workspace's agent: the same, but with openat2, which the agent needs
+    /// and takes away from every command it starts.
+    pub(crate) fn for_agent(network: NetworkMode) -> Result<SeccompProgram, CompileError> {
+        bpf::compile(&rules(network, Holder::Agent)).map(SeccompProgram)
     }
 
     /// Installs the filter on the calling thread; no_new_privs must be set.
     pub(crate) fn install(&self) -> std::io::Result<()> {
         crate::sys::install_seccomp_filter(&self.0)
+    }
+}
+
+/// What a workspace's agent adds to its own filter for each command it starts, so that the
+/// commands run under exactly the filter of a `burrow run` cell. Filters stack, and a process
+/// can only add to its own, so nothing started by a command gets openat2 back.
+pub struct CommandFilter(SeccompProgram);
+
+impl std::fmt::Debug for CommandFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CommandFilter")
+            .field(&self.0.0.len())
+            .finish()
+    }
+}
+
+impl CommandFilter {
+    /// Compiles the filter (before any fork: installing it must not allocate).
+    pub fn new() -> Result<CommandFilter, crate::SandboxError> {
+        bpf::compile(&[openat2_rule()])
+            .map(|program| CommandFilter(SeccompProgram(program)))
+            .map_err(|error| crate::SandboxError::Seccomp(error.to_string()))
+    }
+
+    /// Installs it on the calling thread (in the command's child process, before exec). Only a
+    /// system call: safe between fork and exec. no_new_privs is already set in a cell.
+    pub fn install(&self) -> std::io::Result<()> {
+        self.0.install()
     }
 }
 
@@ -451,7 +502,7 @@ mod tests {
             0x0004_0000,
         ];
         for network in [NetworkMode::None, NetworkMode::Loopback, NetworkMode::Host] {
-            let rules = rules(network);
+            let rules = rules(network, Holder::Command);
             let program = filter(network);
             for nr in 0..600i64 {
                 for (i, &a) in interesting.iter().enumerate() {

@@ -1,0 +1,140 @@
+//! Helpers for workspace tests: creating workspaces, running burrow and checking its result.
+
+use std::io::Write;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::harness::{Harness, RunResult};
+
+/// burrow's result: status, stdout, stderr.
+#[derive(Debug)]
+pub struct Done {
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Done {
+    fn from(output: Output) -> Done {
+        Done {
+            status: output.status.code().unwrap_or(-1),
+            stdout: output.stdout,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:#?}"))
+    }
+}
+
+impl Harness {
+    /// Runs burrow with `args` and returns what it did.
+    pub fn call(&self, args: &[&str]) -> Done {
+        Done::from(self.burrow(args).output().expect("run burrow"))
+    }
+
+    /// Runs burrow with `args` and `input` on stdin.
+    pub fn call_with_input(&self, args: &[&str], input: &[u8]) -> Done {
+        let mut child = self
+            .burrow(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn burrow");
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        Done::from(child.wait_with_output().unwrap())
+    }
+
+    /// Runs burrow and asserts success; returns stdout as text.
+    #[track_caller]
+    pub fn ok(&self, args: &[&str]) -> String {
+        let done = self.call(args);
+        assert_eq!(done.status, 0, "burrow {args:?} failed: {done:#?}");
+        done.text()
+    }
+
+    /// Runs burrow, asserts it failed with one line on stderr containing `needle`.
+    #[track_caller]
+    pub fn fails(&self, args: &[&str], needle: &str) -> Done {
+        let done = self.call(args);
+        assert_ne!(
+            done.status, 0,
+            "burrow {args:?} unexpectedly succeeded: {done:#?}"
+        );
+        assert!(
+            done.stderr.contains(needle),
+            "expected {needle:?} from burrow {args:?}: {done:#?}"
+        );
+        assert_eq!(
+            done.stderr.trim_end().lines().count(),
+            1,
+            "not one line: {done:#?}"
+        );
+        done
+    }
+
+    /// Creates a workspace named `name` with extra flags; returns its id.
+    #[track_caller]
+    pub fn create_ws(&self, name: &str, flags: &[&str]) -> String {
+        let mut args = vec!["ws", "create", "--name", name];
+        args.extend_from_slice(flags);
+        let id = self.ok(&args).trim().to_owned();
+        assert_eq!(id.len(), 12, "not an id: {id:?}");
+        id
+    }
+
+    /// `burrow exec --json WS -- sh -c SCRIPT`.
+    pub fn exec_json(&self, ws: &str, flags: &[&str], script: &str) -> RunResult {
+        let mut args = vec!["exec", "--json", ws];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", "sh", "-c", script]);
+        RunResult::from_output(&self.burrow(&args).output().expect("run burrow"))
+    }
+
+    /// Runs a script in the workspace and returns its stdout, asserting success.
+    #[track_caller]
+    pub fn sh(&self, ws: &str, script: &str) -> String {
+        let run = self.exec_json(ws, &[], script);
+        run.assert_success();
+        run.stdout().to_owned()
+    }
+
+    /// `burrow ws status --json`.
+    pub fn status(&self, ws: &str) -> Value {
+        self.call(&["ws", "status", "--json", ws]).json()
+    }
+
+    /// Deletes every workspace of the test's state directory (stopping their cells).
+    pub fn delete_workspaces(&self) {
+        let Ok(entries) = std::fs::read_dir(self.state.join("workspaces")) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            let _ = self
+                .burrow(["ws", "delete", &id])
+                .stderr(Stdio::null())
+                .output();
+        }
+    }
+}
+
+/// Polls a condition for up to `seconds` (waiting for something to happen, never a timing
+/// assertion).
+pub fn eventually(seconds: u64, mut condition: impl FnMut() -> bool) -> bool {
+    for _ in 0..seconds * 20 {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    condition()
+}

@@ -1,0 +1,257 @@
+//! A workspace reached for commands and file operations, and the fast way to reach a running
+//! one.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use burrow_output::OutputSink;
+use burrow_policy::{Policy, PolicyFile};
+use burrow_sandbox::{ExecError, Outcome, Termination, WORKSPACE_DIR};
+
+use crate::client::{AgentClient, ExecCall, ExecResult, SignalSource};
+use crate::error::{Result, WorkspaceError};
+use crate::info::ExecInfo;
+use crate::layout::{StateDir, WorkspaceDir};
+use crate::store::AuditRecord;
+
+/// A workspace whose cell is running.
+#[derive(Debug, Clone)]
+pub struct Handle {
+    dir: WorkspaceDir,
+    info: ExecInfo,
+}
+
+/// A command to run in a workspace.
+#[derive(Debug, Clone, Default)]
+pub struct ExecRequest {
+    /// Command and arguments.
+    pub argv: Vec<String>,
+    /// Working directory relative to /workspace (absolute paths under /workspace are accepted).
+    pub cwd: Option<String>,
+    /// Variables set on top of what the policy passes.
+    pub env: Vec<(String, String)>,
+    /// Overrides the policy's timeout (`Some(Duration::ZERO)`: none).
+    pub timeout: Option<Duration>,
+    /// The environment the policy's `inherit` rules pick from.
+    pub caller_env: Vec<(OsString, OsString)>,
+}
+
+/// How a command in a workspace ended.
+#[derive(Debug, Clone)]
+pub struct ExecReport {
+    /// What the agent reported.
+    pub result: ExecResult,
+    /// Wall-clock time, as the host saw it.
+    pub duration: Duration,
+    /// The timeout that applied.
+    pub timeout: Option<Duration>,
+    /// The program, for messages.
+    pub program: String,
+}
+
+impl ExecReport {
+    /// The same outcome `burrow run` reports, for identical exit codes and messages.
+    pub fn outcome(&self) -> Outcome {
+        let termination = match (self.result.code, self.result.signal) {
+            (_, Some(signal)) => Termination::Signaled(signal),
+            (Some(code), None) => Termination::Exited(code),
+            (None, None) => Termination::Exited(0),
+        };
+        let mut outcome = Outcome::finished(termination, self.duration);
+        outcome.timed_out = self.result.timed_out;
+        outcome.exec_error = self.result.exec_errno.map(|errno| ExecError {
+            errno,
+            program: self.program.clone(),
+        });
+        outcome
+    }
+}
+
+impl Handle {
+    pub(crate) fn new(dir: WorkspaceDir, info: ExecInfo) -> Handle {
+        Handle { dir, info }
+    }
+
+    /// Reaches a running workspace by name or id without opening the database; `None` when
+    /// that is not possible (stopped, expired, unknown), and the caller goes the slow way.
+    pub fn fast(state: &StateDir, name_or_id: &str) -> Option<(Handle, AgentClient)> {
+        let dir = crate::info::resolve(state, name_or_id)?;
+        let info = ExecInfo::read(&dir)?;
+        if info.expired() {
+            return None;
+        }
+        let stream = crate::cell::connect(&dir).ok()?;
+        let client = AgentClient::over(stream).ok()?;
+        Some((Handle { dir, info }, client))
+    }
+
+    /// The workspace's id.
+    pub fn id(&self) -> &str {
+        &self.info.id
+    }
+
+    /// Its name, or its id when it has none.
+    pub fn label(&self) -> &str {
+        self.info.name.as_deref().unwrap_or(&self.info.id)
+    }
+
+    /// Its policy.
+    pub fn policy(&self) -> Result<Policy> {
+        let file = PolicyFile::from_toml(&self.info.policy, "the workspace's policy")?;
+        Ok(Policy::from_file(file)?)
+    }
+
+    /// Connects to its agent.
+    pub fn connect(&self) -> Result<AgentClient> {
+        let stream = crate::cell::connect(&self.dir)
+            .map_err(|_| WorkspaceError::NotRunning(self.label().to_owned()))?;
+        AgentClient::over(stream)
+    }
+
+    /// Appends to its audit log.
+    pub fn audit(&self, record: &AuditRecord) -> Result<()> {
+        crate::journal::append(&self.dir.journal(), record)
+    }
+
+    /// Runs a command, streaming its output into `sink`, and records it in the audit log.
+    pub fn exec(
+        &self,
+        client: &mut AgentClient,
+        request: &ExecRequest,
+        sink: &mut dyn OutputSink,
+        signals: Option<&dyn SignalSource>,
+    ) -> Result<ExecReport> {
+        let policy = self.policy()?;
+        let Some(program) = request.argv.first() else {
+            return Err(WorkspaceError::Invalid("no command given".to_owned()));
+        };
+        let cwd = workspace_cwd(request.cwd.as_deref())?;
+        let mut env: Vec<(String, String)> = policy
+            .env
+            .build(request.caller_env.iter().cloned())
+            .into_iter()
+            .map(|(name, value)| {
+                (
+                    name.to_string_lossy().into_owned(),
+                    value.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        for (name, value) in &request.env {
+            env.retain(|(existing, _)| existing != name);
+            env.push((name.clone(), value.clone()));
+        }
+        let timeout = match request.timeout {
+            Some(Duration::ZERO) => None,
+            Some(timeout) => Some(timeout),
+            None => policy.limits.timeout,
+        };
+        let call = ExecCall {
+            argv: request.argv.clone(),
+            env,
+            cwd: cwd.clone(),
+            timeout,
+        };
+        let started = Instant::now();
+        let result = client.exec(&call, sink, signals)?;
+        let report = ExecReport {
+            result,
+            duration: started.elapsed(),
+            timeout,
+            program: program.clone(),
+        };
+        let mut record = crate::journal::record("exec", shell_words(&request.argv));
+        record.cwd = Some(cwd);
+        record.exit_code = Some(report.outcome().exit_code());
+        record.duration_ms = Some(report.duration.as_millis() as u64);
+        self.audit(&record)?;
+        Ok(report)
+    }
+}
+
+/// The command's working directory inside the cell.
+fn workspace_cwd(cwd: Option<&str>) -> Result<String> {
+    let Some(cwd) = cwd else {
+        return Ok(WORKSPACE_DIR.to_owned());
+    };
+    let relative = match cwd.strip_prefix(WORKSPACE_DIR) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest.trim_start_matches('/'),
+        _ if cwd.starts_with('/') => {
+            return Err(WorkspaceError::Invalid(format!(
+                "--cwd {cwd}: give a path relative to {WORKSPACE_DIR}"
+            )));
+        }
+        _ => cwd,
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in relative.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(WorkspaceError::Invalid(format!(
+                        "--cwd {cwd}: the path leads outside {WORKSPACE_DIR}"
+                    )));
+                }
+            }
+            part => parts.push(part),
+        }
+    }
+    if cwd.contains('\0') {
+        return Err(WorkspaceError::Invalid(
+            "--cwd may not contain a NUL byte".to_owned(),
+        ));
+    }
+    let mut path = WORKSPACE_DIR.to_owned();
+    for part in parts {
+        path.push('/');
+        path.push_str(part);
+    }
+    Ok(path)
+}
+
+/// A command line as a shell would read it back, for the audit log.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_stays_under_the_workspace() {
+        assert_eq!(workspace_cwd(None).unwrap(), "/workspace");
+        assert_eq!(
+            workspace_cwd(Some("src/./lib")).unwrap(),
+            "/workspace/src/lib"
+        );
+        assert_eq!(
+            workspace_cwd(Some("/workspace/src")).unwrap(),
+            "/workspace/src"
+        );
+        assert_eq!(workspace_cwd(Some("a/../b")).unwrap(), "/workspace/b");
+        for bad in ["..", "a/../../etc", "/etc", "/workspacex"] {
+            assert!(workspace_cwd(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn command_lines_quote_what_a_shell_would_split() {
+        let argv = ["sh", "-c", "echo 'hi' > f"].map(str::to_owned);
+        assert_eq!(shell_words(&argv), r"sh -c 'echo '\''hi'\'' > f'");
+    }
+}

@@ -1,0 +1,676 @@
+//! The workspaces of one state directory: creating, finding, starting, stopping and deleting
+//! them, and putting right what a killed burrow left half done.
+//!
+//! Every multi-step change follows the same rule: the database row says what is in progress
+//! (a workspace `creating` or `deleting`, a snapshot not yet `complete`), the files are
+//! changed, and the row is updated last, in one transaction. Whoever opens the state next
+//! finishes or undoes what a dead process left, if that process's workspace lock is free.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use burrow_policy::{Backend, PathContext, Policy};
+use serde::Serialize;
+
+use crate::archive::{ImportLimits, Source};
+use crate::cell;
+use crate::client::AgentClient;
+use crate::error::{Result, WorkspaceError};
+use crate::handle::Handle;
+use crate::info::{self, ExecInfo};
+use crate::journal;
+use crate::layout::{SEED_LAYER, StateDir, WorkspaceDir};
+use crate::lock::WorkspaceLock;
+use crate::names::{looks_like_id, new_id, validate_name};
+use crate::store::{AuditRecord, CellRecord, Lifecycle, StorageMode, Store, WorkspaceRecord};
+
+/// Forces a storage mode (`overlay` or `copy`) instead of probing the host.
+pub const STORAGE_ENV: &str = "BURROW_WORKSPACE_STORAGE";
+
+/// Limits of a seed.
+const SEED_LIMITS: ImportLimits = ImportLimits {
+    max_file: 1 << 30,
+    max_total: 16 << 30,
+    max_entries: 1_000_000,
+};
+
+/// How to make a workspace.
+#[derive(Debug, Clone)]
+pub struct CreateOptions {
+    /// Its name.
+    pub name: Option<String>,
+    /// A host directory or tarball to start from.
+    pub seed: Option<PathBuf>,
+    /// Its policy.
+    pub policy: Policy,
+    /// Where the policy's relative paths point.
+    pub context: PathContext,
+    /// Time to live.
+    pub ttl: Option<Duration>,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A workspace as `ws list` and `ws status` show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceStatus {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: Option<String>,
+    /// `running` or `stopped`.
+    pub state: &'static str,
+    /// The agent's pid on the host, while running.
+    pub pid: Option<u32>,
+    /// When it was created (Unix seconds).
+    pub created_at: i64,
+    /// When it expires (Unix seconds).
+    pub expires_at: Option<i64>,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// `overlay` or `copy`.
+    pub storage: StorageMode,
+    /// Snapshot names, oldest first.
+    pub snapshots: Vec<String>,
+    /// The snapshot the workspace currently builds on, if any.
+    pub based_on: Option<String>,
+}
+
+/// The workspaces of a state directory.
+#[derive(Debug)]
+pub struct Workspaces {
+    state: StateDir,
+    store: Store,
+}
+
+impl Workspaces {
+    /// Opens (creating) the state directory, recovers from interrupted operations and reaps
+    /// expired workspaces.
+    pub fn open(root: &Path) -> Result<Workspaces> {
+        let state = StateDir::new(root);
+        for dir in [
+            state.root().to_path_buf(),
+            state.names(),
+            state.workspaces(),
+            state.trash(),
+        ] {
+            create_private_dir(&dir)?;
+        }
+        let store = Store::open(&state.database())?;
+        let mut workspaces = Workspaces { state, store };
+        workspaces.recover()?;
+        workspaces.reap()?;
+        Ok(workspaces)
+    }
+
+    /// The state directory.
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    /// The database.
+    pub fn store(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    pub(crate) fn store_ref(&self) -> &Store {
+        &self.store
+    }
+
+    /// Finds a usable workspace by name or id.
+    pub fn get(&self, name_or_id: &str) -> Result<WorkspaceRecord> {
+        match self.store.find_workspace(name_or_id)? {
+            Some(record) if record.lifecycle == Lifecycle::Ready => Ok(record),
+            _ => Err(WorkspaceError::NotFound(name_or_id.to_owned())),
+        }
+    }
+
+    /// Creates a workspace (stopped).
+    pub fn create(&mut self, options: &CreateOptions) -> Result<WorkspaceRecord> {
+        if let Some(name) = &options.name {
+            validate_name(name)?;
+            if looks_like_id(name) {
+                return Err(WorkspaceError::Invalid(format!(
+                    "`{name}` looks like a workspace id; pick a name that does not"
+                )));
+            }
+            if self.store.find_workspace(name)?.is_some() {
+                return Err(WorkspaceError::NameTaken(name.clone()));
+            }
+        }
+        for key in options.labels.keys() {
+            validate_name(key).map_err(|_| {
+                WorkspaceError::Invalid(format!(
+                    "label `{key}`: use letters, digits, `.`, `_` and `-`"
+                ))
+            })?;
+        }
+        let policy_text = workspace_policy(&options.policy, &options.context)?;
+        // The seed is checked entirely before anything is made.
+        let seed = match &options.seed {
+            Some(path) => {
+                let source = Source::open(path)?;
+                let entries = source.scan(&SEED_LIMITS)?;
+                Some((source, entries))
+            }
+            None => None,
+        };
+        let mode = self.storage_mode()?;
+        let now = journal::now_ms() / 1000;
+        let record = WorkspaceRecord {
+            id: new_id(),
+            name: options.name.clone(),
+            created_at: now,
+            policy: policy_text,
+            mode,
+            expires_at: options
+                .ttl
+                .map(|ttl| now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX))),
+            labels: options.labels.clone(),
+            chain: Vec::new(),
+            cell: None,
+            lifecycle: Lifecycle::Creating,
+        };
+        let dir = self.state.workspace(&record.id);
+        create_private_dir(dir.root())?;
+        // Held until the workspace is ready: recovery leaves a workspace alone while its
+        // creator lives.
+        let _lock = WorkspaceLock::acquire(&dir.lock())?;
+        if let Err(error) = self.store.insert_workspace(&record) {
+            let _ = crate::tree::remove_tree(dir.root());
+            return Err(match (&record.name, error) {
+                (
+                    Some(name),
+                    WorkspaceError::Database(rusqlite::Error::SqliteFailure(failure, _)),
+                ) if failure.code == rusqlite::ErrorCode::ConstraintViolation => {
+                    WorkspaceError::NameTaken(name.clone())
+                }
+                (_, error) => error,
+            });
+        }
+        match self.populate(&dir, &record, seed) {
+            Ok(()) => {}
+            Err(error) => {
+                self.discard(&record);
+                return Err(error);
+            }
+        }
+        self.store.set_lifecycle(&record.id, Lifecycle::Ready)?;
+        let _ = journal::append(
+            &dir.journal(),
+            &journal::record("create", record.name.clone().unwrap_or_default()),
+        );
+        Ok(WorkspaceRecord {
+            lifecycle: Lifecycle::Ready,
+            ..record
+        })
+    }
+
+    fn populate(
+        &self,
+        dir: &WorkspaceDir,
+        record: &WorkspaceRecord,
+        seed: Option<(Source, Vec<crate::archive::ImportEntry>)>,
+    ) -> Result<()> {
+        create_private_dir(&dir.layers())?;
+        create_private_dir(&dir.trash())?;
+        let seed_dir = dir.layer(SEED_LAYER);
+        match seed {
+            Some((source, entries)) => {
+                crate::tree::materialize(&source, &entries, &seed_dir)?;
+            }
+            None => std::fs::create_dir(&seed_dir).map_err(WorkspaceError::io(&seed_dir))?,
+        }
+        match record.mode {
+            StorageMode::Overlay => {
+                for path in [dir.upper(), dir.work()] {
+                    std::fs::create_dir(&path).map_err(WorkspaceError::io(&path))?;
+                }
+            }
+            StorageMode::Copy => {
+                crate::tree::copy_tree(&seed_dir, &dir.tree())?;
+            }
+        }
+        ExecInfo {
+            id: record.id.clone(),
+            name: record.name.clone(),
+            policy: record.policy.clone(),
+            expires_at: record.expires_at,
+        }
+        .write(dir)?;
+        if let Some(name) = &record.name {
+            info::link_name(&self.state, name, &record.id)?;
+        }
+        Ok(())
+    }
+
+    /// Removes a workspace's files, name link and row (a failed create, a delete, recovery).
+    fn discard(&mut self, record: &WorkspaceRecord) {
+        let dir = self.state.workspace(&record.id);
+        if let Some(name) = &record.name {
+            let link = self.state.name_link(name);
+            let points_here = std::fs::read_link(&link)
+                .ok()
+                .and_then(|target| target.file_name().map(|n| n == record.id.as_str()))
+                .unwrap_or(false);
+            if points_here {
+                let _ = std::fs::remove_file(&link);
+            }
+        }
+        // Moved aside first, so a half-removed directory is never mistaken for a workspace.
+        let aside = self
+            .state
+            .trash()
+            .join(format!("{}-{}", record.id, new_id()));
+        let removed = match std::fs::rename(dir.root(), &aside) {
+            Ok(()) => crate::tree::remove_tree(&aside),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(WorkspaceError::Io {
+                path: dir.root().to_owned(),
+                error,
+            }),
+        };
+        if let Err(error) = removed {
+            tracing::warn!(%error, "could not remove a workspace's files");
+        }
+        if let Err(error) = self.store.delete_workspace(&record.id) {
+            tracing::warn!(%error, "could not remove a workspace's row");
+        }
+    }
+
+    /// Whether overlayfs works for workspaces here; probed once per kernel and remembered.
+    fn storage_mode(&self) -> Result<StorageMode> {
+        match std::env::var(STORAGE_ENV).as_deref() {
+            Ok("copy") => return Ok(StorageMode::Copy),
+            Ok("overlay") => return Ok(StorageMode::Overlay),
+            Ok(other) if !other.is_empty() => {
+                return Err(WorkspaceError::Invalid(format!(
+                    "{STORAGE_ENV}={other}: use `overlay` or `copy`"
+                )));
+            }
+            _ => {}
+        }
+        let kernel = rustix::system::uname()
+            .release()
+            .to_string_lossy()
+            .into_owned();
+        let cache = self.state.root().join("storage");
+        if let Ok(text) = std::fs::read_to_string(&cache)
+            && let Some((mode, release)) = text.trim().split_once(' ')
+            && release == kernel
+        {
+            return Ok(if mode == "copy" {
+                StorageMode::Copy
+            } else {
+                StorageMode::Overlay
+            });
+        }
+        let scratch = self.state.trash().join(format!("probe-{}", new_id()));
+        create_private_dir(&scratch)?;
+        let works = burrow_sandbox::probe::overlay_in_user_namespace(Some(&scratch));
+        let _ = crate::tree::remove_tree(&scratch);
+        let mode = match works {
+            Ok(()) => StorageMode::Overlay,
+            Err(error) => {
+                tracing::info!(%error, "overlayfs is not available to workspaces; they will copy");
+                StorageMode::Copy
+            }
+        };
+        let word = if mode == StorageMode::Copy {
+            "copy"
+        } else {
+            "overlay"
+        };
+        let _ = std::fs::write(&cache, format!("{word} {kernel}\n"));
+        Ok(mode)
+    }
+
+    /// Every workspace, oldest first.
+    pub fn list(&self) -> Result<Vec<WorkspaceStatus>> {
+        let records = self.store.list_workspaces()?;
+        records
+            .into_iter()
+            .filter(|record| record.lifecycle == Lifecycle::Ready)
+            .map(|record| self.status_of(&record))
+            .collect()
+    }
+
+    /// One workspace's status.
+    pub fn status(&self, name_or_id: &str) -> Result<WorkspaceStatus> {
+        let record = self.get(name_or_id)?;
+        self.status_of(&record)
+    }
+
+    fn status_of(&self, record: &WorkspaceRecord) -> Result<WorkspaceStatus> {
+        let running = record.cell.as_ref().filter(|cell| cell::is_alive(cell));
+        let snapshots = self.store.snapshots(&record.id)?;
+        let name_of = |id: &String| {
+            snapshots
+                .iter()
+                .find(|s| &s.id == id)
+                .map_or_else(|| id.clone(), |s| s.name.clone())
+        };
+        Ok(WorkspaceStatus {
+            id: record.id.clone(),
+            name: record.name.clone(),
+            state: if running.is_some() {
+                "running"
+            } else {
+                "stopped"
+            },
+            pid: running.map(|cell| cell.pid),
+            created_at: record.created_at,
+            expires_at: record.expires_at,
+            labels: record.labels.clone(),
+            storage: record.mode,
+            snapshots: snapshots
+                .iter()
+                .filter(|s| s.complete)
+                .map(|s| s.name.clone())
+                .collect(),
+            based_on: record.chain.last().map(name_of),
+        })
+    }
+
+    /// Starts a stopped workspace's cell; refuses a running one.
+    pub fn start(&mut self, name_or_id: &str) -> Result<WorkspaceRecord> {
+        let record = self.get(name_or_id)?;
+        let dir = self.state.workspace(&record.id);
+        let _lock = WorkspaceLock::acquire(&dir.lock())?;
+        let record = self.get(&record.id)?;
+        if record.cell.as_ref().is_some_and(cell::is_alive) {
+            return Err(WorkspaceError::AlreadyRunning(name_or_id.to_owned()));
+        }
+        self.start_locked(&dir, record)
+    }
+
+    /// The workspace's cell, started if it is not running. The caller holds the lock.
+    fn start_locked(
+        &mut self,
+        dir: &WorkspaceDir,
+        record: WorkspaceRecord,
+    ) -> Result<WorkspaceRecord> {
+        if let Some(stale) = &record.cell {
+            cell::clean_up(dir, stale);
+            self.store.set_cell(&record.id, None)?;
+        }
+        let policy = policy_of(&record)?;
+        let started = cell::start(&self.state, &record, &policy)?;
+        for degradation in &started.degraded {
+            tracing::warn!(layer = %degradation.layer, reason = %degradation.reason, "workspace cell runs without a layer");
+        }
+        if let Err(error) = self.store.set_cell(&record.id, Some(&started.cell)) {
+            // A cell nobody knows about would run until its idle timeout: stop it now.
+            cell::stop(dir, &started.cell);
+            return Err(error);
+        }
+        let _ = journal::append(
+            &dir.journal(),
+            &journal::record("start", format!("pid {}", started.cell.pid)),
+        );
+        Ok(WorkspaceRecord {
+            cell: Some(started.cell),
+            ..record
+        })
+    }
+
+    /// A running workspace to send commands and file operations to: started if it is
+    /// stopped.
+    pub fn handle(&mut self, name_or_id: &str) -> Result<(Handle, AgentClient)> {
+        let record = self.get(name_or_id)?;
+        let dir = self.state.workspace(&record.id);
+        let info =
+            ExecInfo::read(&dir).ok_or_else(|| WorkspaceError::NotFound(name_or_id.to_owned()))?;
+        let handle = Handle::new(dir.clone(), info);
+        if record.cell.as_ref().is_some_and(cell::is_alive)
+            && let Ok(client) = handle.connect()
+        {
+            return Ok((handle, client));
+        }
+        let _lock = WorkspaceLock::acquire(&dir.lock())?;
+        let record = self.get(&record.id)?;
+        let running = record.cell.as_ref().is_some_and(cell::is_alive);
+        if running && let Ok(client) = handle.connect() {
+            return Ok((handle, client));
+        }
+        if running && let Some(cell) = &record.cell {
+            // Alive but not answering: start afresh.
+            cell::stop(&dir, cell);
+        }
+        self.start_locked(&dir, record)?;
+        let client = handle.connect()?;
+        Ok((handle, client))
+    }
+
+    /// Stops a running workspace's cell; refuses a stopped one.
+    pub fn stop(&mut self, name_or_id: &str) -> Result<()> {
+        let record = self.get(name_or_id)?;
+        let dir = self.state.workspace(&record.id);
+        let _lock = WorkspaceLock::acquire(&dir.lock())?;
+        let record = self.get(&record.id)?;
+        if !self.stop_locked(&dir, &record)? {
+            return Err(WorkspaceError::NotRunning(name_or_id.to_owned()));
+        }
+        let _ = journal::append(&dir.journal(), &journal::record("stop", ""));
+        Ok(())
+    }
+
+    /// Stops the cell if it runs; true if it did. The caller holds the lock.
+    fn stop_locked(&mut self, dir: &WorkspaceDir, record: &WorkspaceRecord) -> Result<bool> {
+        let Some(recorded) = &record.cell else {
+            return Ok(false);
+        };
+        let was_running = cell::is_alive(recorded);
+        cell::stop(dir, recorded);
+        self.store.set_cell(&record.id, None)?;
+        Ok(was_running)
+    }
+
+    /// Deletes a workspace: stops its cell, removes its files and everything recorded about
+    /// it.
+    pub fn delete(&mut self, name_or_id: &str) -> Result<()> {
+        let record = self.get(name_or_id)?;
+        let dir = self.state.workspace(&record.id);
+        let _lock = WorkspaceLock::acquire(&dir.lock())?;
+        let record = self.get(&record.id)?;
+        self.stop_locked(&dir, &record)?;
+        self.store.set_lifecycle(&record.id, Lifecycle::Deleting)?;
+        self.discard(&record);
+        Ok(())
+    }
+
+    /// Deletes every expired workspace; returns their names (or ids).
+    pub fn reap(&mut self) -> Result<Vec<String>> {
+        let now = journal::now_ms() / 1000;
+        let mut reaped = Vec::new();
+        for record in self.store.list_workspaces()? {
+            if record.lifecycle != Lifecycle::Ready || record.expires_at.is_none_or(|at| at > now) {
+                continue;
+            }
+            let dir = self.state.workspace(&record.id);
+            // A workspace busy in another process is reaped next time.
+            let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? else {
+                continue;
+            };
+            self.stop_locked(&dir, &record)?;
+            self.store.set_lifecycle(&record.id, Lifecycle::Deleting)?;
+            self.discard(&record);
+            reaped.push(record.name.clone().unwrap_or(record.id.clone()));
+        }
+        Ok(reaped)
+    }
+
+    /// A workspace's audit log, oldest first.
+    pub fn audit(&mut self, name_or_id: &str) -> Result<Vec<AuditRecord>> {
+        let record = self.get(name_or_id)?;
+        let dir = self.state.workspace(&record.id);
+        journal::ingest(&dir.journal(), &mut self.store, &record.id)?;
+        self.store.audit(&record.id)
+    }
+
+    /// Finishes or undoes what killed processes left half done.
+    fn recover(&mut self) -> Result<()> {
+        // Directories moved aside for removal.
+        if let Ok(entries) = std::fs::read_dir(self.state.trash()) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if WorkspaceLock::try_acquire(&path.join("lock"))?.is_some() {
+                    let _ = crate::tree::remove_tree(&path);
+                }
+            }
+        }
+        let records = self.store.list_workspaces()?;
+        for record in &records {
+            let dir = self.state.workspace(&record.id);
+            match record.lifecycle {
+                Lifecycle::Creating | Lifecycle::Deleting => {
+                    if let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? {
+                        if let Some(cell) = &record.cell {
+                            cell::stop(&dir, cell);
+                        }
+                        self.discard(record);
+                    }
+                }
+                Lifecycle::Ready => self.recover_ready(&dir, record)?,
+            }
+        }
+        // Directories without a row: a create killed before it inserted one.
+        let known: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+        if let Ok(entries) = std::fs::read_dir(self.state.workspaces()) {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(id) = name.to_str() else { continue };
+                if known.contains(&id) {
+                    continue;
+                }
+                let dir = self.state.workspace(id);
+                if WorkspaceLock::try_acquire(&dir.lock())?.is_some() {
+                    let aside = self.state.trash().join(format!("{id}-{}", new_id()));
+                    if std::fs::rename(dir.root(), &aside).is_ok() {
+                        let _ = crate::tree::remove_tree(&aside);
+                    }
+                }
+            }
+        }
+        // Name links whose workspace is gone.
+        if let Ok(entries) = std::fs::read_dir(self.state.names()) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if std::fs::metadata(&path).is_err() {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn recover_ready(&mut self, dir: &WorkspaceDir, record: &WorkspaceRecord) -> Result<()> {
+        let dead_cell = record.cell.as_ref().filter(|cell| !cell::is_alive(cell));
+        let snapshots = self.store.snapshots(&record.id)?;
+        let unfinished: Vec<_> = snapshots.iter().filter(|s| !s.complete).collect();
+        let journal_waiting = std::fs::metadata(dir.journal()).is_ok_and(|m| m.len() > 0);
+        let trash_waiting = std::fs::read_dir(dir.trash()).is_ok_and(|mut d| d.next().is_some());
+        if dead_cell.is_none() && unfinished.is_empty() && !journal_waiting && !trash_waiting {
+            return Ok(());
+        }
+        let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? else {
+            return Ok(());
+        };
+        if let Some(cell) = dead_cell {
+            cell::clean_up(dir, cell);
+            self.store.set_cell(&record.id, None)?;
+        }
+        for snapshot in unfinished {
+            crate::versions::undo_snapshot(dir, record.mode, &snapshot.id)?;
+            self.store.delete_snapshot(&snapshot.id)?;
+        }
+        if journal_waiting {
+            journal::ingest(&dir.journal(), &mut self.store, &record.id)?;
+        }
+        if trash_waiting {
+            crate::versions::empty_trash(dir);
+        }
+        Ok(())
+    }
+
+    /// Runs `change` on a workspace's files with its cell stopped, then starts the cell again
+    /// if it was running: reset and snapshot cannot change layers under a mounted overlay.
+    pub(crate) fn with_cell_stopped<T>(
+        &mut self,
+        name_or_id: &str,
+        change: impl FnOnce(&mut Store, &WorkspaceDir, &WorkspaceRecord) -> Result<T>,
+    ) -> Result<T> {
+        let record = self.get(name_or_id)?;
+        let dir = self.state.workspace(&record.id);
+        let _lock = WorkspaceLock::acquire(&dir.lock())?;
+        let record = self.get(&record.id)?;
+        let was_running = self.stop_locked(&dir, &record)?;
+        let result = change(&mut self.store, &dir, &record);
+        if was_running {
+            let record = self.get(&record.id)?;
+            let restarted = self.start_locked(&dir, record);
+            if let (Ok(_), Err(error)) = (&result, restarted) {
+                return Err(error);
+            }
+        }
+        result
+    }
+}
+
+/// The policy a workspace stores: its own paths made absolute (it outlives the directory it
+/// was created from), and no writable working directory (the workspace is what is writable).
+fn workspace_policy(policy: &Policy, context: &PathContext) -> Result<String> {
+    if policy.backend != Backend::Sandbox {
+        return Err(WorkspaceError::Invalid(
+            "workspaces need the sandbox backend; drop --backend host".to_owned(),
+        ));
+    }
+    let mut policy = policy.clone();
+    policy.filesystem.write_cwd = false;
+    let bare = PathContext {
+        cwd: context.cwd.clone(),
+        home: context.home.clone(),
+        state_dir: None,
+    };
+    let mut writes = policy.clone();
+    writes.filesystem.hide.clear();
+    writes.filesystem.hide_credentials = false;
+    let mut hides = policy.clone();
+    hides.filesystem.write.clear();
+    hides.filesystem.hide_credentials = false;
+    policy.filesystem.write = writes.resolve_filesystem(&bare)?.writable;
+    policy.filesystem.hide = hides.resolve_filesystem(&bare)?.hidden;
+    // The whole set checked together, as a cell will use it.
+    policy.resolve_filesystem(context)?;
+    toml::to_string(&policy.to_file())
+        .map_err(|error| WorkspaceError::Invalid(format!("cannot store the policy: {error}")))
+}
+
+/// A stored workspace's policy.
+pub(crate) fn policy_of(record: &WorkspaceRecord) -> Result<Policy> {
+    let file = burrow_policy::PolicyFile::from_toml(&record.policy, "the workspace's policy")?;
+    Ok(Policy::from_file(file)?)
+}
+
+fn create_private_dir(path: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+    {
+        Ok(()) => Ok(()),
+        Err(error) => Err(WorkspaceError::Io {
+            path: path.to_owned(),
+            error,
+        }),
+    }
+}
+
+impl CellRecord {
+    /// Whether this recorded cell is still running.
+    pub fn is_alive(&self) -> bool {
+        cell::is_alive(self)
+    }
+}

@@ -5,3 +5,5 @@ dir="$(dirname "$0")"
 "$dir/startup.sh"
 echo
 "$dir/capture.sh"
+echo
+"$dir/workspace.sh"

@@ -29,6 +29,12 @@ burrow_binary() {
     echo "$REPO/target/$host/release/burrow"
 }
 
+# burrow-bench, for timings taken inside one process.
+bench_binary() {
+    (cd "$REPO" && cargo build --release --quiet -p burrow-bench)
+    echo "$REPO/target/release/burrow-bench"
+}
+
 # summarize JSON BASELINE_INDEX: medians, p90s and each command's ratio to the baseline.
 summarize() {
     python3 "$BENCH_DIR/summarize.py" "$@"

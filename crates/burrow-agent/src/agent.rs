@@ -22,7 +22,9 @@ pub struct Agent {
     /// Connections and commands in progress.
     pub activity: Activity,
     /// Added to each command's seccomp filter: what the agent may do and commands may not.
-    pub command_filter: std::sync::Arc<burrow_sandbox::CommandFilter>,
+    pub command_filter: burrow_sandbox::CommandFilter,
+    /// /dev/null, the stdin of commands that get none.
+    pub null: std::os::fd::OwnedFd,
     groups: RefCell<HashSet<i32>>,
 }
 
@@ -32,13 +34,15 @@ impl Agent {
         workspace: Workspace,
         max_write: u64,
         command_filter: burrow_sandbox::CommandFilter,
+        null: std::os::fd::OwnedFd,
     ) -> Agent {
         Agent {
             workspace,
             reaper: Rc::new(Reaper::default()),
             max_write,
             activity: Activity::default(),
-            command_filter: std::sync::Arc::new(command_filter),
+            command_filter,
+            null,
             groups: RefCell::new(HashSet::new()),
         }
     }
@@ -97,7 +101,12 @@ impl Activity {
 
     /// How long nothing has been in progress, if nothing is.
     pub fn idle_for(&self) -> Option<Duration> {
-        (self.active.get() == 0).then(|| self.since.get().elapsed())
+        self.quiet_since().map(|since| since.elapsed())
+    }
+
+    /// Since when nothing has been in progress, if nothing is.
+    pub fn quiet_since(&self) -> Option<Instant> {
+        (self.active.get() == 0).then(|| self.since.get())
     }
 }
 

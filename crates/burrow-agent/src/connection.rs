@@ -87,7 +87,7 @@ pub async fn serve(agent: Rc<Agent>, stream: UnixStream) {
                     }
                 }
                 (true, Frame::Data { id, channel, bytes }) => {
-                    connection.data(id, channel, bytes).await
+                    connection.data(id, channel, bytes).await;
                 }
             }
         }
@@ -256,7 +256,7 @@ impl Connection {
                 recursive,
             } => {
                 self.done_or_failed(id, workspace.remove(&path, recursive))
-                    .await
+                    .await;
             }
             Message::Mkdir { id, path, parents } => {
                 self.done_or_failed(id, workspace.mkdir(&path, parents))

@@ -1,13 +1,15 @@
-//! Running commands for the host: started with posix_spawn in their own process group, output
-//! streamed back as it comes, a timeout, signals, and stdin on request.
+//! Running commands for the host: started vfork-style in their own process group (with the
+//! command's seccomp addition, see `burrow_sandbox::CommandSpawn`), output streamed back as it
+//! comes, a timeout, signals, and stdin on request.
 //!
 //! When a command's main process exits, what it left running in its process group is killed:
 //! an exec is one transaction, as `burrow run` is. (A process that leaves the group with setsid
 //! keeps running until the cell stops; long-lived programs belong in services.)
 
-use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
-use std::process::Stdio;
+use std::ffi::CString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -23,7 +25,7 @@ use crate::agent::Agent;
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// Bytes read from a command's output per chunk.
-const OUTPUT_CHUNK: usize = 256 * 1024;
+const OUTPUT_CHUNK: usize = 64 * 1024;
 
 /// A command to run, as the host asked.
 #[derive(Debug)]
@@ -72,55 +74,33 @@ pub fn start(
         .map(|(_, value)| std::ffi::OsStr::new(value.as_str()));
     let program = burrow_policy::find_program(std::ffi::OsStr::new(name), search_path)?;
 
-    let build = |script: bool| {
-        let mut command = if script {
-            // A script without a #! line runs with the shell, as execvp does.
-            let mut shell = std::process::Command::new("/bin/sh");
-            shell.arg0("sh").arg(&program);
-            shell
-        } else {
-            let mut direct = std::process::Command::new(&program);
-            direct.arg0(name);
-            direct
-        };
-        let filter = std::sync::Arc::clone(&agent.command_filter);
-        // SAFETY: the closure only makes the seccomp(2) system call with a program compiled
-        // before the fork: no allocation, no lock, nothing that is unsafe between fork and exec.
-        unsafe {
-            command.pre_exec(move || filter.install());
+    let pipes =
+        Pipes::new(request.stdin).map_err(|error| error.raw_os_error().unwrap_or(libc::EIO))?;
+    let strings = SpawnStrings::new(&program, name, &request.argv, &request.env, &cwd)?;
+    let spawn_with = |program: &std::ffi::CStr, argv: &[std::ffi::CString]| {
+        burrow_sandbox::CommandSpawn {
+            program,
+            argv,
+            envp: &strings.envp,
+            cwd: &strings.cwd,
+            stdio: pipes.child_ends(&agent.null),
+            filter: &agent.command_filter,
         }
-        command
-            .args(&request.argv[1..])
-            .env_clear()
-            .envs(request.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&cwd)
-            .process_group(0)
-            .stdin(if request.stdin {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        command
+        .spawn()
     };
-    let mut child = match build(false).spawn() {
-        Err(error) if error.raw_os_error() == Some(libc::ENOEXEC) => build(true).spawn(),
+    let spawned = match spawn_with(&strings.program, &strings.argv) {
+        // A script without a #! line runs with the shell, as execvp does.
+        Err(error) if error.raw_os_error() == Some(libc::ENOEXEC) => {
+            spawn_with(c"/bin/sh", &strings.shell_argv)
+        }
         other => other,
-    }
-    .map_err(|error| error.raw_os_error().unwrap_or(libc::EIO))?;
-
-    let pid = child.id();
+    };
+    let pid = spawned.map_err(|error| error.raw_os_error().unwrap_or(libc::EIO))?;
     let group = pid as i32;
     // Registered before any await: its SIGCHLD cannot be handled first.
     let exited = agent.reaper.watch(group);
     agent.track_group(group);
-
-    let stdout = child.stdout.take().map(OwnedFd::from);
-    let stderr = child.stderr.take().map(OwnedFd::from);
-    let stdin = child.stdin.take().map(OwnedFd::from);
-    // The reaper collects the child; std's handle has nothing more to do.
-    drop(child);
+    let (stdin, stdout, stderr) = pipes.into_parent_ends();
 
     let stdin_sender = stdin.and_then(|fd| {
         let writer = pipe::Sender::from_owned_fd(fd).ok()?;
@@ -186,6 +166,89 @@ pub fn start(
         },
         pid,
     ))
+}
+
+/// The pipes of one command: the child's ends go to its 0, 1 and 2, the agent keeps the others.
+struct Pipes {
+    stdin: Option<(OwnedFd, OwnedFd)>,
+    stdout: (OwnedFd, OwnedFd),
+    stderr: (OwnedFd, OwnedFd),
+}
+
+impl Pipes {
+    fn new(with_stdin: bool) -> std::io::Result<Pipes> {
+        // (read end, write end), both close-on-exec: the child gets copies at 0-2.
+        let pipe = || -> std::io::Result<(OwnedFd, OwnedFd)> {
+            Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
+        };
+        Ok(Pipes {
+            stdin: if with_stdin { Some(pipe()?) } else { None },
+            stdout: pipe()?,
+            stderr: pipe()?,
+        })
+    }
+
+    fn child_ends<'a>(&'a self, null: &'a OwnedFd) -> [BorrowedFd<'a>; 3] {
+        [
+            self.stdin
+                .as_ref()
+                .map_or(null.as_fd(), |(read, _)| read.as_fd()),
+            self.stdout.1.as_fd(),
+            self.stderr.1.as_fd(),
+        ]
+    }
+
+    /// The agent's ends, non-blocking for the runtime; the child's ends close here.
+    fn into_parent_ends(self) -> (Option<OwnedFd>, Option<OwnedFd>, Option<OwnedFd>) {
+        let nonblocking = |fd: OwnedFd| -> Option<OwnedFd> {
+            rustix::io::ioctl_fionbio(&fd, true).ok()?;
+            Some(fd)
+        };
+        (
+            self.stdin.and_then(|(_, write)| nonblocking(write)),
+            nonblocking(self.stdout.0),
+            nonblocking(self.stderr.0),
+        )
+    }
+}
+
+/// The C strings of one spawn, made before the clone (the child may not allocate).
+struct SpawnStrings {
+    program: CString,
+    argv: Vec<CString>,
+    shell_argv: Vec<CString>,
+    envp: Vec<CString>,
+    cwd: CString,
+}
+
+impl SpawnStrings {
+    fn new(
+        program: &Path,
+        name: &str,
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: &Path,
+    ) -> Result<SpawnStrings, i32> {
+        let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| libc::EINVAL);
+        let program = c(program.as_os_str().as_bytes())?;
+        let mut args = vec![c(name.as_bytes())?];
+        for arg in &argv[1..] {
+            args.push(c(arg.as_bytes())?);
+        }
+        let mut shell_argv = vec![c(b"sh")?, program.clone()];
+        shell_argv.extend(args[1..].iter().cloned());
+        let envp = env
+            .iter()
+            .map(|(key, value)| c(format!("{key}={value}").as_bytes()))
+            .collect::<Result<_, _>>()?;
+        Ok(SpawnStrings {
+            program,
+            argv: args,
+            shell_argv,
+            envp,
+            cwd: c(cwd.as_os_str().as_bytes())?,
+        })
+    }
 }
 
 /// Sends a signal to a command's process group.

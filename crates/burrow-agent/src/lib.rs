@@ -12,6 +12,7 @@ pub mod agent;
 mod connection;
 pub mod exec;
 pub mod files;
+mod idle;
 pub mod reaper;
 
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -70,11 +71,19 @@ async fn serve(config: AgentConfig) -> Result<(), AgentError> {
     let workspace = Workspace::open(&config.root)?;
     let filter = burrow_sandbox::CommandFilter::new()
         .map_err(|error| std::io::Error::other(error.to_string()))?;
-    let agent = Rc::new(Agent::new(workspace, config.max_write, filter));
+    let null = rustix::fs::open(
+        "/dev/null",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(std::io::Error::from)?;
+    let agent = Rc::new(Agent::new(workspace, config.max_write, filter, null));
 
     tokio::task::spawn_local(Rc::clone(&agent.reaper).run());
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut idle_check = tokio::time::interval(Duration::from_secs(1));
+    // When memory was last given back; again only after activity since.
+    let mut trimmed_at: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -91,6 +100,13 @@ async fn serve(config: AgentConfig) -> Result<(), AgentError> {
                 let expired = config.expires_at.is_some_and(|at| SystemTime::now() >= at);
                 if idle || expired {
                     break;
+                }
+                if let Some(since) = agent.activity.quiet_since()
+                    && since.elapsed() >= idle::TRIM_AFTER
+                    && trimmed_at.is_none_or(|at| at < since)
+                {
+                    idle::trim();
+                    trimmed_at = Some(std::time::Instant::now());
                 }
             }
         }

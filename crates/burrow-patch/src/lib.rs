@@ -44,6 +44,7 @@ use std::hash::BuildHasher;
 
 pub use error::{ApplyError, PatchError};
 pub use parse::parse;
+pub use path::quote as quote_path;
 pub use plan::plan;
 pub use render::{DiffStat, diff_stat, is_binary, render_diff};
 

@@ -48,7 +48,7 @@ pub(crate) fn unquote(text: &[u8]) -> Option<(Vec<u8>, &[u8])> {
 
 /// Quotes a name the way git does when it holds a control character, a
 /// quote or a backslash; other names (spaces and UTF-8 included) stay bare.
-pub(crate) fn quote(name: &str) -> String {
+pub fn quote(name: &str) -> String {
     let needs_quotes = name
         .bytes()
         .any(|b| b < 0x20 || b == 0x7f || b == b'"' || b == b'\\');

@@ -203,6 +203,20 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
+    /// What a cell's report of a failed set-up step means: a refusal of burrow's own when no
+    /// errno came with it, an OS error otherwise.
+    pub(crate) fn from_setup(step: Step, errno: i32, detail: String) -> SandboxError {
+        if errno == 0 {
+            SandboxError::Refused { step, detail }
+        } else {
+            SandboxError::Setup {
+                step,
+                detail,
+                error: io::Error::from_raw_os_error(errno),
+            }
+        }
+    }
+
     pub(crate) fn io(doing: &'static str) -> impl FnOnce(io::Error) -> SandboxError {
         move |error| SandboxError::Io { doing, error }
     }

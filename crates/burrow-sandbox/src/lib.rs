@@ -31,6 +31,7 @@ mod caps;
 mod cgroup;
 mod child;
 mod command;
+mod command_spawn;
 mod error;
 mod host;
 mod init;
@@ -51,6 +52,7 @@ mod testing;
 mod userns;
 
 pub use cgroup::{CgroupLayout, CgroupVersion, Hierarchy, Placement, remove_cgroup_dirs};
+pub use command_spawn::CommandSpawn;
 pub use error::{SandboxError, Step};
 pub use outcome::{Degradation, ExecError, LimitEnforcement, Mechanism, Outcome, Termination};
 pub use seccomp::CommandFilter;

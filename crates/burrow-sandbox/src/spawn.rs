@@ -194,22 +194,9 @@ impl Cell {
             match report {
                 Report::SetupFailed {
                     step,
-                    errno: 0,
-                    detail,
-                } => {
-                    return Err(SandboxError::Refused { step, detail });
-                }
-                Report::SetupFailed {
-                    step,
                     errno,
                     detail,
-                } => {
-                    return Err(SandboxError::Setup {
-                        step,
-                        detail,
-                        error: std::io::Error::from_raw_os_error(errno),
-                    });
-                }
+                } => return Err(SandboxError::from_setup(step, errno, detail)),
                 Report::ExecFailed { errno, program } => {
                     return Err(SandboxError::Io {
                         doing: "start the agent",

@@ -161,20 +161,9 @@ impl Cell {
             match report {
                 Report::SetupFailed {
                     step,
-                    errno: 0,
-                    detail,
-                } => return Err(SandboxError::Refused { step, detail }),
-                Report::SetupFailed {
-                    step,
                     errno,
                     detail,
-                } => {
-                    return Err(SandboxError::Setup {
-                        step,
-                        detail,
-                        error: io::Error::from_raw_os_error(errno),
-                    });
-                }
+                } => return Err(SandboxError::from_setup(step, errno, detail)),
                 Report::Degraded { step, detail } => degraded.push(crate::outcome::Degradation {
                     layer: step.describe().to_owned(),
                     reason: detail,

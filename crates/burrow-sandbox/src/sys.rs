@@ -237,6 +237,14 @@ impl SignalSet {
         SignalSet(set)
     }
 
+    pub(crate) fn full() -> SignalSet {
+        // SAFETY: sigset_t is plain data; sigfillset initialises it.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid sigset_t.
+        unsafe { libc::sigfillset(&mut set) };
+        SignalSet(set)
+    }
+
     pub(crate) fn empty() -> SignalSet {
         SignalSet::of(&[])
     }

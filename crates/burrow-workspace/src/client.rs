@@ -61,6 +61,9 @@ pub struct AgentClient {
     decoder: Decoder,
     next_id: u64,
     buffer: Vec<u8>,
+    /// The greeting was sent and its answer not read yet: it is read before the first answer,
+    /// so the first request does not wait a round trip for it.
+    greeting_pending: bool,
 }
 
 impl AgentClient {
@@ -70,23 +73,38 @@ impl AgentClient {
         AgentClient::over(stream)
     }
 
-    /// Greets the agent on a connected stream.
+    /// Greets the agent on a connected stream. The answer is checked with the first request's.
     pub fn over(stream: UnixStream) -> Result<AgentClient> {
         let mut client = AgentClient {
             stream,
             decoder: Decoder::new(),
             next_id: 1,
-            buffer: vec![0u8; 256 * 1024],
+            buffer: vec![0u8; 64 * 1024],
+            greeting_pending: true,
         };
         client.send(&Frame::Message(Message::Hello {
             version: PROTOCOL_VERSION,
         }))?;
-        match client.next_message(Instant::now() + ANSWER_TIMEOUT)? {
-            Message::HelloOk { version } if version == PROTOCOL_VERSION => Ok(client),
-            Message::HelloOk { version } => Err(WorkspaceError::AgentLost(format!(
-                "the agent speaks protocol version {version}, burrow speaks {PROTOCOL_VERSION}"
-            ))),
-            other => Err(unexpected(&other)),
+        Ok(client)
+    }
+
+    /// Reads the answer to the greeting, if it has not been read.
+    fn check_greeting(&mut self, deadline: Instant) -> Result<()> {
+        if !self.greeting_pending {
+            return Ok(());
+        }
+        self.greeting_pending = false;
+        match self.next_frame(deadline)? {
+            Frame::Message(Message::HelloOk { version }) if version == PROTOCOL_VERSION => Ok(()),
+            Frame::Message(Message::HelloOk { version }) => {
+                Err(WorkspaceError::AgentLost(format!(
+                    "the agent speaks protocol version {version}, burrow speaks {PROTOCOL_VERSION}"
+                )))
+            }
+            Frame::Message(other) => Err(unexpected(&other)),
+            Frame::Data { .. } => Err(WorkspaceError::AgentLost(
+                "data arrived before the greeting".to_owned(),
+            )),
         }
     }
 
@@ -131,6 +149,7 @@ impl AgentClient {
     }
 
     fn next_message(&mut self, deadline: Instant) -> Result<Message> {
+        self.check_greeting(deadline)?;
         match self.next_frame(deadline)? {
             Frame::Message(message) => Ok(message),
             Frame::Data { .. } => Err(WorkspaceError::AgentLost(
@@ -344,6 +363,7 @@ impl AgentClient {
             timeout_ms: call.timeout.map(|t| t.as_millis() as u64),
             stdin: false,
         }))?;
+        self.check_greeting(Instant::now() + ANSWER_TIMEOUT)?;
         // The agent enforces the timeout; this is only the limit on waiting for it to say so.
         let patience = call.timeout.map(|t| t + Duration::from_secs(30));
         let started = Instant::now();
@@ -492,4 +512,162 @@ fn unexpected(message: &Message) -> WorkspaceError {
         shown.push_str("...");
     }
     WorkspaceError::AgentLost(format!("an unexpected answer: {shown}"))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The client against an agent that lies: everything it sends is untrusted.
+
+    use std::io::Write as _;
+
+    use burrow_proto::{ErrorCode, read_frame, write_frame};
+
+    use super::*;
+
+    /// A client connected to a fake agent that greets, then sends `answer` for the first
+    /// request (given the request's id).
+    fn against(answer: impl FnOnce(u64, &mut UnixStream) + Send + 'static) -> AgentClient {
+        let (host, mut agent) = UnixStream::pair().unwrap();
+        std::thread::spawn(move || {
+            let _hello = read_frame(&mut agent).unwrap();
+            write_frame(
+                &mut agent,
+                &Frame::Message(Message::HelloOk {
+                    version: PROTOCOL_VERSION,
+                }),
+            )
+            .unwrap();
+            if let Ok(Some(Frame::Message(request))) = read_frame(&mut agent) {
+                answer(request.id().unwrap_or(0), &mut agent);
+            }
+            // Keep the connection open until the client gives up.
+            let _ = read_frame(&mut agent);
+        });
+        AgentClient::over(host).unwrap()
+    }
+
+    fn lost(result: Result<impl std::fmt::Debug>) -> String {
+        match result {
+            Err(WorkspaceError::AgentLost(reason)) => reason,
+            other => panic!("expected the agent to be given up on, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_oversized_frame_is_refused_before_it_is_read() {
+        let mut client = against(|_, agent| {
+            agent.write_all(&u32::MAX.to_le_bytes()).unwrap();
+        });
+        let reason = lost(client.stat("f"));
+        assert!(
+            reason.contains("larger") || reason.contains("too large") || reason.contains("4194304"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn an_answer_to_another_request_is_refused() {
+        let mut client = against(|id, agent| {
+            write_frame(agent, &Frame::Message(Message::Done { id: id + 7 })).unwrap();
+        });
+        lost(client.mkdir("d", false));
+    }
+
+    #[test]
+    fn more_file_data_than_asked_for_is_refused() {
+        let mut client = against(|id, agent| {
+            let data = vec![b'x'; 100];
+            write_frame(
+                agent,
+                &Frame::Message(Message::FileData {
+                    id,
+                    size: 100,
+                    offset: 0,
+                    len: 100,
+                }),
+            )
+            .unwrap();
+            write_frame(
+                agent,
+                &Frame::Data {
+                    id,
+                    channel: Channel::File,
+                    bytes: data,
+                },
+            )
+            .unwrap();
+        });
+        lost(client.read_file("f", 0, 10));
+    }
+
+    #[test]
+    fn file_data_that_does_not_match_its_header_is_refused() {
+        let mut client = against(|id, agent| {
+            write_frame(
+                agent,
+                &Frame::Message(Message::FileData {
+                    id,
+                    size: 5,
+                    offset: 0,
+                    len: 5,
+                }),
+            )
+            .unwrap();
+            write_frame(
+                agent,
+                &Frame::Data {
+                    id,
+                    channel: Channel::File,
+                    bytes: b"toolong".to_vec(),
+                },
+            )
+            .unwrap();
+        });
+        lost(client.read_file("f", 0, 5));
+    }
+
+    #[test]
+    fn an_agents_message_is_cut_to_one_bounded_line() {
+        let mut client = against(|id, agent| {
+            let message = format!("first line\nsecond\x1b[31m line {}", "y".repeat(5000));
+            write_frame(
+                agent,
+                &Frame::Message(Message::Failed {
+                    id,
+                    code: ErrorCode::Io,
+                    message,
+                }),
+            )
+            .unwrap();
+        });
+        match client.mkdir("d", false) {
+            Err(WorkspaceError::Agent { message, .. }) => {
+                assert!(
+                    !message.contains('\n') && !message.contains('\x1b'),
+                    "{message:?}"
+                );
+                assert!(message.chars().count() <= 500);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn another_protocol_version_is_refused() {
+        let (host, mut agent) = UnixStream::pair().unwrap();
+        std::thread::spawn(move || {
+            let _hello = read_frame(&mut agent).unwrap();
+            write_frame(
+                &mut agent,
+                &Frame::Message(Message::HelloOk {
+                    version: PROTOCOL_VERSION + 1,
+                }),
+            )
+            .unwrap();
+            let _ = read_frame(&mut agent);
+        });
+        let mut client = AgentClient::over(host).unwrap();
+        let reason = lost(client.stat("f"));
+        assert!(reason.contains("protocol version"), "{reason}");
+    }
 }

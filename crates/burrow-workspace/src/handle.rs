@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use burrow_output::OutputSink;
-use burrow_policy::{Policy, PolicyFile};
+use burrow_policy::Policy;
 use burrow_sandbox::{ExecError, Outcome, Termination, WORKSPACE_DIR};
 
 use crate::client::{AgentClient, ExecCall, ExecResult, SignalSource};
@@ -97,8 +97,7 @@ impl Handle {
 
     /// Its policy.
     pub fn policy(&self) -> Result<Policy> {
-        let file = PolicyFile::from_toml(&self.info.policy, "the workspace's policy")?;
-        Ok(Policy::from_file(file)?)
+        Ok(Policy::from_file(self.info.policy.clone())?)
     }
 
     /// Connects to its agent.

@@ -17,14 +17,15 @@ use crate::layout::{StateDir, WorkspaceDir};
 use crate::names::looks_like_id;
 
 /// The contents of `exec.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecInfo {
     /// The workspace's id.
     pub id: String,
     /// Its name.
     pub name: Option<String>,
-    /// Its policy, as a TOML policy file.
-    pub policy: String,
+    /// Its policy (as JSON here: serde_json is already in every burrow process's hot path, a
+    /// TOML parser is not).
+    pub policy: burrow_policy::PolicyFile,
     /// When it expires (Unix seconds).
     pub expires_at: Option<i64>,
 }

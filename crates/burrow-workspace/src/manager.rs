@@ -82,6 +82,8 @@ pub struct WorkspaceStatus {
 pub struct Workspaces {
     state: StateDir,
     store: Store,
+    /// Names (or ids) of the expired workspaces [`Workspaces::open`] deleted.
+    reaped_at_open: Vec<String>,
 }
 
 impl Workspaces {
@@ -98,9 +100,13 @@ impl Workspaces {
             create_private_dir(&dir)?;
         }
         let store = Store::open(&state.database())?;
-        let mut workspaces = Workspaces { state, store };
+        let mut workspaces = Workspaces {
+            state,
+            store,
+            reaped_at_open: Vec::new(),
+        };
         workspaces.recover()?;
-        workspaces.reap()?;
+        workspaces.reaped_at_open = workspaces.reap()?;
         Ok(workspaces)
     }
 
@@ -146,7 +152,7 @@ impl Workspaces {
                 ))
             })?;
         }
-        let policy_text = workspace_policy(&options.policy, &options.context)?;
+        let (policy_file, policy_text) = workspace_policy(&options.policy, &options.context)?;
         // The seed is checked entirely before anything is made.
         let seed = match &options.seed {
             Some(path) => {
@@ -189,7 +195,7 @@ impl Workspaces {
                 (_, error) => error,
             });
         }
-        match self.populate(&dir, &record, seed) {
+        match self.populate(&dir, &record, policy_file, seed) {
             Ok(()) => {}
             Err(error) => {
                 self.discard(&record);
@@ -211,6 +217,7 @@ impl Workspaces {
         &self,
         dir: &WorkspaceDir,
         record: &WorkspaceRecord,
+        policy: burrow_policy::PolicyFile,
         seed: Option<(Source, Vec<crate::archive::ImportEntry>)>,
     ) -> Result<()> {
         create_private_dir(&dir.layers())?;
@@ -235,7 +242,7 @@ impl Workspaces {
         ExecInfo {
             id: record.id.clone(),
             name: record.name.clone(),
-            policy: record.policy.clone(),
+            policy,
             expires_at: record.expires_at,
         }
         .write(dir)?;
@@ -480,6 +487,11 @@ impl Workspaces {
         Ok(())
     }
 
+    /// The expired workspaces that opening the state deleted.
+    pub fn reaped_at_open(&self) -> &[String] {
+        &self.reaped_at_open
+    }
+
     /// Deletes every expired workspace; returns their names (or ids).
     pub fn reap(&mut self) -> Result<Vec<String>> {
         let now = journal::now_ms() / 1000;
@@ -620,7 +632,10 @@ impl Workspaces {
 
 /// The policy a workspace stores: its own paths made absolute (it outlives the directory it
 /// was created from), and no writable working directory (the workspace is what is writable).
-fn workspace_policy(policy: &Policy, context: &PathContext) -> Result<String> {
+fn workspace_policy(
+    policy: &Policy,
+    context: &PathContext,
+) -> Result<(burrow_policy::PolicyFile, String)> {
     if policy.backend != Backend::Sandbox {
         return Err(WorkspaceError::Invalid(
             "workspaces need the sandbox backend; drop --backend host".to_owned(),
@@ -643,8 +658,10 @@ fn workspace_policy(policy: &Policy, context: &PathContext) -> Result<String> {
     policy.filesystem.hide = hides.resolve_filesystem(&bare)?.hidden;
     // The whole set checked together, as a cell will use it.
     policy.resolve_filesystem(context)?;
-    toml::to_string(&policy.to_file())
-        .map_err(|error| WorkspaceError::Invalid(format!("cannot store the policy: {error}")))
+    let file = policy.to_file();
+    let text = toml::to_string(&file)
+        .map_err(|error| WorkspaceError::Invalid(format!("cannot store the policy: {error}")))?;
+    Ok((file, text))
 }
 
 /// A stored workspace's policy.

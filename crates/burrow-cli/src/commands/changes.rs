@@ -141,7 +141,7 @@ pub fn snapshot(command: &SnapshotCommand) -> ExitCode {
                 workspaces.snapshot(workspace, name)?;
             }
             SnapshotCommand::Delete { workspace, name } => {
-                workspaces.delete_snapshot(workspace, name)?
+                workspaces.delete_snapshot(workspace, name)?;
             }
             SnapshotCommand::List { workspace, json } => {
                 let snapshots = workspaces.snapshots(workspace)?;

@@ -21,6 +21,13 @@ use crate::exit;
 pub fn run_main() -> ExitCode {
     ensure_standard_descriptors();
     init_logging();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(args) = crate::fast_args::exec_args(&args) {
+        return exec::exec(&args);
+    }
+    if let Some(args) = crate::fast_args::agent_args(&args) {
+        return agent::agent(&args);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),

@@ -138,7 +138,10 @@ fn status(workspace: &str, json: bool) -> anyhow::Result<()> {
 
 fn reap() -> anyhow::Result<()> {
     let mut workspaces = open().context("cannot open the state")?;
-    for name in workspaces.reap()? {
+    // Opening the state reaps already; whatever expired since is reaped now.
+    let mut reaped = workspaces.reaped_at_open().to_vec();
+    reaped.extend(workspaces.reap()?);
+    for name in reaped {
         println!("{name}");
     }
     Ok(())

@@ -313,7 +313,7 @@ fn permissions_note(name: &str, old: Option<&Side>, new: Option<&Side>) -> Optio
 /// `a/NAME` (quoted as git does), or `/dev/null` for an absent side.
 fn label(prefix: &str, name: &str, present: bool) -> String {
     if present {
-        quote(&format!("{prefix}/{name}"))
+        burrow_patch::quote_path(&format!("{prefix}/{name}"))
     } else {
         "/dev/null".to_string()
     }
@@ -322,34 +322,7 @@ fn label(prefix: &str, name: &str, present: bool) -> String {
 fn git_header(name: &str) -> String {
     format!(
         "diff --git {} {}\n",
-        quote(&format!("a/{name}")),
-        quote(&format!("b/{name}"))
+        burrow_patch::quote_path(&format!("a/{name}")),
+        burrow_patch::quote_path(&format!("b/{name}"))
     )
-}
-
-/// Quotes a name as git (and `burrow_patch::render_diff`) do when it holds a
-/// control character, a quote or a backslash.
-fn quote(name: &str) -> String {
-    let needs_quotes = name
-        .bytes()
-        .any(|b| b < 0x20 || b == 0x7f || b == b'"' || b == b'\\');
-    if !needs_quotes {
-        return name.to_string();
-    }
-    let mut quoted = String::from("\"");
-    for c in name.chars() {
-        match c {
-            '\t' => quoted.push_str("\\t"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            c if c.is_ascii_control() => {
-                let _ = write!(quoted, "\\{:03o}", c as u32);
-            }
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
 }

@@ -1,6 +1,8 @@
 //! Creating, listing, starting, stopping, deleting; commands in a running cell; TTL and idle
 //! timeout; bad input.
 
+use std::os::unix::ffi::OsStrExt;
+
 use crate::cell_test;
 use crate::workspace_harness::eventually;
 
@@ -188,6 +190,27 @@ cell_test!(bad_input_is_refused_in_one_line, |t| {
         "/does/not/exist",
     );
     t.fails(&["ws", "create", "--backend", "host"], "sandbox backend");
+    t.fails(
+        &["ws", "create", "--name", "0123456789ab"],
+        "looks like a workspace id",
+    );
+    t.fails(&["ws", "create", "--label", "bad label=x"], "label");
+    // A path that is not UTF-8.
+    let odd = std::ffi::OsStr::from_bytes(b"f\xff");
+    let done = t
+        .burrow([
+            std::ffi::OsStr::new("file"),
+            "read".as_ref(),
+            "taken".as_ref(),
+            odd,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(done.status.code(), Some(125));
+    assert!(
+        String::from_utf8_lossy(&done.stderr).contains("UTF-8"),
+        "{done:?}"
+    );
     // Nothing was created by the failures.
     let listed = t.call(&["ws", "list", "--json"]).json();
     assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
@@ -214,6 +237,12 @@ cell_test!(expired_workspaces_are_reaped, |t| {
     ))
     .map_or(true, |s| s.contains(") Z "))));
     t.fails(&["exec", "brief", "--", "true"], "no workspace named brief");
+
+    // `ws reap` says what it deleted.
+    t.create_ws("briefer", &["--ttl", "1"]);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(t.ok(&["ws", "reap"]), "briefer\n");
+    assert_eq!(t.ok(&["ws", "reap"]), "");
 });
 
 cell_test!(an_idle_cell_stops_by_itself_and_starts_again, |t| {
@@ -232,4 +261,39 @@ cell_test!(a_killed_cell_is_found_and_replaced, |t| {
     assert!(eventually(10, || t.status("phoenix")["state"] == "stopped"));
     assert_eq!(t.sh("phoenix", "cat f"), "survived\n");
     assert_ne!(t.status("phoenix")["pid"].as_u64().unwrap() as i32, pid);
+});
+
+/// openat2 through ctypes: prints the result and errno.
+const OPENAT2: &str = r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+class How(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+how = How(0, 0, 0)
+result = libc.syscall(437, -100, b"/", ctypes.byref(how), ctypes.sizeof(how))
+print(result if result < 0 else "opened", ctypes.get_errno())
+"#;
+
+cell_test!(workspace_commands_run_under_the_filter_of_run_cells, |t| {
+    // The agent itself resolves paths with openat2; the commands it starts must not have it
+    // (its mode cannot be checked for setuid bits), exactly as in a `burrow run` cell.
+    let control = t.run_on_host(&[], &format!("python3 -c '{OPENAT2}'"));
+    assert_eq!(
+        control.stdout().split_whitespace().next(),
+        Some("opened"),
+        "{control:#?}"
+    );
+    let in_run = t.run_json(&[], &format!("python3 -c '{OPENAT2}'"));
+    assert_eq!(in_run.stdout().trim(), "-1 38", "{in_run:#?}");
+    t.create_ws("filter", &[]);
+    let script = format!(
+        "python3 -c '{OPENAT2}'; touch f; chmod u+s f 2>&1 || true; sh -c 'grep Seccomp: /proc/self/status'"
+    );
+    let out = t.sh("filter", &script);
+    assert!(out.starts_with("-1 38\n"), "{out}");
+    assert!(
+        out.contains("Operation not permitted"),
+        "setuid bit was set: {out}"
+    );
+    assert!(out.contains("Seccomp:\t2"), "{out}");
 });

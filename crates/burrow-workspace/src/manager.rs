@@ -170,9 +170,11 @@ impl Workspaces {
             created_at: now,
             policy: policy_text,
             mode,
-            expires_at: options
-                .ttl
-                .map(|ttl| now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX))),
+            // Rounded up to the second: a workspace lives at least as long as asked.
+            expires_at: options.ttl.map(|ttl| {
+                let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+                journal::now_ms().saturating_add(ttl_ms).saturating_add(999) / 1000
+            }),
             labels: options.labels.clone(),
             chain: Vec::new(),
             cell: None,

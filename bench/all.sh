@@ -7,3 +7,5 @@ echo
 "$dir/capture.sh"
 echo
 "$dir/workspace.sh"
+echo
+"$dir/session.sh"

@@ -25,6 +25,12 @@ pub struct Agent {
     pub command_filter: burrow_sandbox::CommandFilter,
     /// /dev/null, the stdin of commands that get none.
     pub null: std::os::fd::OwnedFd,
+    /// Interactive shells.
+    pub shells: crate::shells::Shells,
+    /// Persistent command sessions.
+    pub sessions: crate::sessions::Sessions,
+    /// Services.
+    pub services: crate::services::Services,
     groups: RefCell<HashSet<i32>>,
 }
 
@@ -43,6 +49,9 @@ impl Agent {
             activity: Activity::default(),
             command_filter,
             null,
+            shells: crate::shells::Shells::default(),
+            sessions: crate::sessions::Sessions::default(),
+            services: crate::services::Services::default(),
             groups: RefCell::new(HashSet::new()),
         }
     }
@@ -57,11 +66,15 @@ impl Agent {
         self.groups.borrow_mut().remove(&group);
     }
 
-    /// Kills every running command (before the agent exits, ending the cell).
+    /// Kills every running command, shell, session and service (before the agent exits,
+    /// ending the cell).
     pub fn kill_all(&self) {
         for group in self.groups.borrow().iter() {
             crate::exec::kill_group(*group, libc::SIGKILL);
         }
+        self.shells.kill_all();
+        self.sessions.kill_all();
+        self.services.kill_all();
     }
 }
 

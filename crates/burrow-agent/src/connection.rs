@@ -52,6 +52,8 @@ pub async fn serve(agent: Rc<Agent>, stream: UnixStream) {
     let mut decoder = Decoder::new();
     let mut buffer = vec![0u8; 256 * 1024];
     let mut greeted = false;
+    // Set when the host turns this connection into a TCP tunnel (a published port).
+    let mut tunnel = None;
     'reading: loop {
         let n = match reader.read(&mut buffer).await {
             Ok(0) | Err(_) => break,
@@ -81,6 +83,10 @@ pub async fn serve(agent: Rc<Agent>, stream: UnixStream) {
                         .await;
                 }
                 (false, _) => break 'reading,
+                (true, Frame::Message(Message::TcpConnect { id, port })) => {
+                    tunnel = Some((id, port, decoder.take_buffered()));
+                    break 'reading;
+                }
                 (true, Frame::Message(message)) => {
                     if !connection.handle(message).await {
                         break 'reading;
@@ -96,19 +102,31 @@ pub async fn serve(agent: Rc<Agent>, stream: UnixStream) {
     for exec in connection.execs.values() {
         exec::kill_group(exec.group, libc::SIGKILL);
     }
+    let out = connection.out.clone();
     drop(connection);
+    if let Some((id, port, early)) = tunnel {
+        crate::tunnel::run(id, port, early, reader, out, writer_task).await;
+        return;
+    }
+    drop(out);
     let _ = writer_task.await;
 }
 
-async fn write_frames(mut writer: OwnedWriteHalf, mut frames: mpsc::Receiver<Frame>) {
+/// Sends frames in order until every sender is gone; returns the socket's write half (a
+/// tunnel takes it over).
+async fn write_frames(
+    mut writer: OwnedWriteHalf,
+    mut frames: mpsc::Receiver<Frame>,
+) -> OwnedWriteHalf {
     while let Some(frame) = frames.recv().await {
         let Ok(bytes) = frame.encode() else {
             continue;
         };
         if writer.write_all(&bytes).await.is_err() {
-            return;
+            break;
         }
     }
+    writer
 }
 
 impl Connection {
@@ -270,6 +288,15 @@ impl Connection {
                 self.agent.kill_all();
                 std::process::exit(0);
             }
+            Message::SetSecrets { id, files } => match crate::secrets::install(&files) {
+                Ok(()) => self.send(Message::Done { id }).await,
+                Err(message) => self.fail(id, ErrorCode::Io, message).await,
+            },
+            Message::Shell(request) => crate::requests::shell(&self.agent, request, &self.out),
+            Message::Session(request) => crate::requests::session(&self.agent, request, &self.out),
+            Message::Service(request) => crate::requests::service(&self.agent, request, &self.out),
+            // Handled by the reading loop (it changes what the connection is).
+            Message::TcpConnect { .. } => {}
             // Messages only the agent sends, or a second hello: the host is confused.
             Message::Hello { .. }
             | Message::HelloOk { .. }

@@ -6,11 +6,10 @@
 //! an exec is one transaction, as `burrow run` is. (A process that leaves the group with setsid
 //! keeps running until the cell stops; long-lived programs belong in services.)
 
-use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 use std::rc::Rc;
+
+use burrow_sandbox::Grouping;
 use std::time::Duration;
 
 use burrow_proto::{Channel, Frame, Message};
@@ -19,6 +18,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
 use crate::agent::Agent;
+use crate::spawn::{Program, nonblocking, pipe, spawn};
 
 /// How long output may still arrive after a command's process group was killed, from a process
 /// that left the group (it holds the pipe, not the command).
@@ -59,43 +59,19 @@ pub fn start(
     request: &ExecRequest,
     out: mpsc::Sender<Frame>,
 ) -> Result<(RunningExec, u32), i32> {
-    let Some(name) = request.argv.first() else {
-        return Err(libc::ENOENT);
-    };
-    let cwd = agent
-        .workspace
-        .relative(&request.cwd)
-        .map_err(|_| libc::ENOENT)?;
-    let cwd = agent.workspace.root_path().join(cwd);
-    let search_path = request
-        .env
-        .iter()
-        .find(|(key, _)| key == "PATH")
-        .map(|(_, value)| std::ffi::OsStr::new(value.as_str()));
-    let program = burrow_policy::find_program(std::ffi::OsStr::new(name), search_path)?;
-
     let pipes =
         Pipes::new(request.stdin).map_err(|error| error.raw_os_error().unwrap_or(libc::EIO))?;
-    let strings = SpawnStrings::new(&program, name, &request.argv, &request.env, &cwd)?;
-    let spawn_with = |program: &std::ffi::CStr, argv: &[std::ffi::CString]| {
-        burrow_sandbox::CommandSpawn {
-            program,
-            argv,
-            envp: &strings.envp,
-            cwd: &strings.cwd,
-            stdio: pipes.child_ends(&agent.null),
-            filter: &agent.command_filter,
-        }
-        .spawn()
+    let program = Program {
+        argv: &request.argv,
+        env: &request.env,
+        cwd: &request.cwd,
     };
-    let spawned = match spawn_with(&strings.program, &strings.argv) {
-        // A script without a #! line runs with the shell, as execvp does.
-        Err(error) if error.raw_os_error() == Some(libc::ENOEXEC) => {
-            spawn_with(c"/bin/sh", &strings.shell_argv)
-        }
-        other => other,
-    };
-    let pid = spawned.map_err(|error| error.raw_os_error().unwrap_or(libc::EIO))?;
+    let pid = spawn(
+        agent,
+        &program,
+        pipes.child_ends(&agent.null),
+        Grouping::ProcessGroup,
+    )?;
     let group = pid as i32;
     // Registered before any await: its SIGCHLD cannot be handled first.
     let exited = agent.reaper.watch(group);
@@ -177,10 +153,6 @@ struct Pipes {
 
 impl Pipes {
     fn new(with_stdin: bool) -> std::io::Result<Pipes> {
-        // (read end, write end), both close-on-exec: the child gets copies at 0-2.
-        let pipe = || -> std::io::Result<(OwnedFd, OwnedFd)> {
-            Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
-        };
         Ok(Pipes {
             stdin: if with_stdin { Some(pipe()?) } else { None },
             stdout: pipe()?,
@@ -200,54 +172,11 @@ impl Pipes {
 
     /// The agent's ends, non-blocking for the runtime; the child's ends close here.
     fn into_parent_ends(self) -> (Option<OwnedFd>, Option<OwnedFd>, Option<OwnedFd>) {
-        let nonblocking = |fd: OwnedFd| -> Option<OwnedFd> {
-            rustix::io::ioctl_fionbio(&fd, true).ok()?;
-            Some(fd)
-        };
         (
-            self.stdin.and_then(|(_, write)| nonblocking(write)),
-            nonblocking(self.stdout.0),
-            nonblocking(self.stderr.0),
+            self.stdin.and_then(|(_, write)| nonblocking(write).ok()),
+            nonblocking(self.stdout.0).ok(),
+            nonblocking(self.stderr.0).ok(),
         )
-    }
-}
-
-/// The C strings of one spawn, made before the clone (the child may not allocate).
-struct SpawnStrings {
-    program: CString,
-    argv: Vec<CString>,
-    shell_argv: Vec<CString>,
-    envp: Vec<CString>,
-    cwd: CString,
-}
-
-impl SpawnStrings {
-    fn new(
-        program: &Path,
-        name: &str,
-        argv: &[String],
-        env: &[(String, String)],
-        cwd: &Path,
-    ) -> Result<SpawnStrings, i32> {
-        let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| libc::EINVAL);
-        let program = c(program.as_os_str().as_bytes())?;
-        let mut args = vec![c(name.as_bytes())?];
-        for arg in &argv[1..] {
-            args.push(c(arg.as_bytes())?);
-        }
-        let mut shell_argv = vec![c(b"sh")?, program.clone()];
-        shell_argv.extend(args[1..].iter().cloned());
-        let envp = env
-            .iter()
-            .map(|(key, value)| c(format!("{key}={value}").as_bytes()))
-            .collect::<Result<_, _>>()?;
-        Ok(SpawnStrings {
-            program,
-            argv: args,
-            shell_argv,
-            envp,
-            cwd: c(cwd.as_os_str().as_bytes())?,
-        })
     }
 }
 

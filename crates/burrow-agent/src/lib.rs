@@ -13,7 +13,16 @@ mod connection;
 pub mod exec;
 pub mod files;
 mod idle;
+mod probes;
 pub mod reaper;
+mod requests;
+mod ring;
+mod secrets;
+pub mod services;
+pub mod sessions;
+pub mod shells;
+mod spawn;
+mod tunnel;
 
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
@@ -93,10 +102,12 @@ async fn serve(config: AgentConfig) -> Result<(), AgentError> {
             }
             _ = terminate.recv() => break,
             _ = idle_check.tick() => {
-                let idle = matches!(
-                    (config.idle_timeout, agent.activity.idle_for()),
-                    (Some(limit), Some(idle)) if idle >= limit
-                );
+                // A running service is work in progress: its cell is not idle.
+                let idle = !agent.services.any_running()
+                    && matches!(
+                        (config.idle_timeout, agent.activity.idle_for()),
+                        (Some(limit), Some(idle)) if idle >= limit
+                    );
                 let expired = config.expires_at.is_some_and(|at| SystemTime::now() >= at);
                 if idle || expired {
                     break;

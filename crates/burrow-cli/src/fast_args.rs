@@ -23,6 +23,8 @@ pub fn exec_args(args: &[OsString]) -> Option<ExecArgs> {
         env: Vec::new(),
         timeout: None,
         json: false,
+        secrets: crate::cli::SecretArgs::default(),
+        redact: crate::cli::RedactArgs::default(),
         command: Vec::new(),
     };
     let mut workspace = None;
@@ -39,6 +41,14 @@ pub fn exec_args(args: &[OsString]) -> Option<ExecArgs> {
                 parsed.env.push((name.to_owned(), text.to_owned()));
             }
             "--timeout" => parsed.timeout = Some(words.next()??.parse().ok()?),
+            "--secret-env" => parsed
+                .secrets
+                .secret_env
+                .push(value(words.next()??)?.to_owned()),
+            "--redact" => parsed
+                .redact
+                .redact
+                .push(value(words.next()??)?.parse().ok()?),
             word if word.starts_with('-') => return None,
             word if workspace.is_none() => workspace = Some(word.to_owned()),
             _ => return None,
@@ -112,6 +122,7 @@ mod tests {
             "exec ws --cwd src --env A=1 --env B=x=y --timeout 5 --json -- make -j2",
             "exec --timeout 0 ws -- cmd --cwd x",
             "exec ws --env EMPTY= -- env",
+            "exec ws --secret-env TOKEN --secret-env KEY=API_KEY --redact email:mask -- env",
         ] {
             let fast = exec_args(&words(line)).unwrap_or_else(|| panic!("not parsed: {line}"));
             let mut full = vec![OsString::from("burrow")];

@@ -18,6 +18,7 @@ mod hints;
 mod policy_args;
 mod report;
 mod sinks;
+mod terminal;
 
 #[cfg(not(test))]
 #[unsafe(no_mangle)]

@@ -135,6 +135,12 @@ impl Decoder {
         Decoder::default()
     }
 
+    /// Takes the bytes received but not yet decoded (when the connection stops carrying
+    /// frames, as a tunnel does).
+    pub fn take_buffered(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buffer)
+    }
+
     /// Adds bytes read from the peer.
     pub fn push(&mut self, bytes: &[u8]) {
         self.buffer.extend_from_slice(bytes);

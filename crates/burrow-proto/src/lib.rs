@@ -27,6 +27,9 @@
 mod error;
 mod frame;
 mod message;
+pub mod service;
+pub mod session;
+pub mod shell;
 
 pub use error::ProtocolError;
 pub use frame::{Channel, Decoder, Frame, MAX_CHUNK, MAX_FRAME, read_frame, write_frame};

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this crate speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A control message, either way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,6 +115,27 @@ pub enum Message {
     },
     /// Stop every command and exit, ending the cell.
     Shutdown,
+    /// Replace the files under /run/secrets in the cell with these (name, content).
+    SetSecrets {
+        /// Request id.
+        id: u64,
+        /// The secrets.
+        files: Vec<(String, Vec<u8>)>,
+    },
+    /// Connect to a TCP port on the cell's loopback; after `Done`, the connection carries the
+    /// TCP stream's bytes both ways, without frames (a published port).
+    TcpConnect {
+        /// Request id.
+        id: u64,
+        /// The port.
+        port: u16,
+    },
+    /// Shells, both ways.
+    Shell(crate::shell::ShellMessage),
+    /// Sessions, both ways.
+    Session(crate::session::SessionMessage),
+    /// Services, both ways.
+    Service(crate::service::ServiceMessage),
 
     // ---- agent to host ----
     /// Answer to `Hello`.
@@ -252,7 +273,12 @@ impl Message {
             | Message::FileData { id, .. }
             | Message::Entries { id, .. }
             | Message::Done { id }
+            | Message::SetSecrets { id, .. }
+            | Message::TcpConnect { id, .. }
             | Message::Failed { id, .. } => Some(*id),
+            Message::Shell(message) => Some(message.id()),
+            Message::Session(message) => Some(message.id()),
+            Message::Service(message) => Some(message.id()),
             Message::Hello { .. } | Message::HelloOk { .. } | Message::Shutdown => None,
         }
     }

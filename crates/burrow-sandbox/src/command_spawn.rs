@@ -33,6 +33,20 @@ pub struct CommandSpawn<'a> {
     pub stdio: [BorrowedFd<'a>; 3],
     /// Added to the command's seccomp filter.
     pub filter: &'a CommandFilter,
+    /// Which process group or session the command leads.
+    pub grouping: Grouping,
+}
+
+/// Where a spawned command stands among the cell's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grouping {
+    /// A process group of its own (a command: killed as a group when it ends).
+    ProcessGroup,
+    /// A session of its own (a service: detached from the agent's group).
+    Session,
+    /// A session of its own whose controlling terminal is its standard input (a shell on a
+    /// pseudo-terminal: job control, ^C, window size).
+    SessionWithTerminal,
 }
 
 /// Signals whose disposition the agent changes.
@@ -54,12 +68,13 @@ struct ChildPlan {
     cwd: *const libc::c_char,
     stdio: [RawFd; 3],
     filter: *const CommandFilter,
+    grouping: Grouping,
     /// Written by the child when it fails before or at exec: the errno.
     errno: libc::c_int,
 }
 
 impl CommandSpawn<'_> {
-    /// Starts the command in a new process group of its own; returns its pid. The error is
+    /// Starts the command (in a group or session of its own); returns its pid. The error is
     /// the errno of the step that failed (ENOENT, EACCES, ENOEXEC from the exec, say).
     pub fn spawn(&self) -> io::Result<u32> {
         let argv: Vec<*const libc::c_char> = self
@@ -81,6 +96,7 @@ impl CommandSpawn<'_> {
             cwd: self.cwd.as_ptr(),
             stdio: self.stdio.map(|fd| fd.as_raw_fd()),
             filter: self.filter,
+            grouping: self.grouping,
             errno: 0,
         };
         // Only the child writes the stack, and nothing reads it back: it need not be zeroed.
@@ -121,7 +137,7 @@ impl CommandSpawn<'_> {
     }
 }
 
-/// The child: new process group, stdio in place, default SIGPIPE, working directory, the
+/// The child: its own group or session, stdio in place, default SIGPIPE, working directory, the
 /// filter, exec. Any failure is reported through `plan.errno`.
 extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's `ChildPlan`, alive and not touched by the suspended parent
@@ -136,7 +152,11 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: each call below is a plain system call on integers and on the NUL-terminated
     // strings and NULL-terminated arrays the parent prepared.
     unsafe {
-        if libc::setpgid(0, 0) != 0 {
+        let grouped = match plan.grouping {
+            Grouping::ProcessGroup => libc::setpgid(0, 0),
+            Grouping::Session | Grouping::SessionWithTerminal => libc::setsid(),
+        };
+        if grouped < 0 {
             return fail(plan);
         }
         for (target, &source) in plan.stdio.iter().enumerate() {
@@ -149,6 +169,10 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             } else if libc::dup2(source, target as RawFd) < 0 {
                 return fail(plan);
             }
+        }
+        if plan.grouping == Grouping::SessionWithTerminal && libc::ioctl(0, libc::TIOCSCTTY, 0) != 0
+        {
+            return fail(plan);
         }
         // The agent's handlers (SIGCHLD and SIGTERM for its runtime, SIGSEGV and SIGBUS for
         // Rust's stack guard) must not run here, and Rust ignores SIGPIPE, which a command

@@ -52,7 +52,7 @@ mod testing;
 mod userns;
 
 pub use cgroup::{CgroupLayout, CgroupVersion, Hierarchy, Placement, remove_cgroup_dirs};
-pub use command_spawn::CommandSpawn;
+pub use command_spawn::{CommandSpawn, Grouping};
 pub use error::{SandboxError, Step};
 pub use outcome::{Degradation, ExecError, LimitEnforcement, Mechanism, Outcome, Termination};
 pub use seccomp::CommandFilter;

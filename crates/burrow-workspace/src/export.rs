@@ -49,7 +49,17 @@ pub struct ExportSummary {
 /// `tar -C DIR .` would put them (without the `./`); a single file goes in
 /// under its own name. Permissions keep the read, write and execute bits
 /// only; owners are not kept (an archive says uid and gid 0).
-pub fn export(stack: &LayerStack, subpath: &Path, output: &Path) -> Result<ExportSummary> {
+///
+/// With a `redactor` that has something to do, every file's content goes through it (secrets
+/// and redacted types never leave the workspace), and is held in memory to do so: a file
+/// larger than [`MAX_REDACTED_FILE`] is refused.
+pub fn export(
+    stack: &LayerStack,
+    subpath: &Path,
+    output: &Path,
+    redactor: Option<&burrow_redact::Redactor>,
+) -> Result<ExportSummary> {
+    let redactor = redactor.filter(|r| !r.is_empty());
     layers::components(subpath)?;
     let node = stack.lookup(subpath)?.ok_or_else(|| {
         WorkspaceError::Invalid(format!(
@@ -86,9 +96,9 @@ pub fn export(stack: &LayerStack, subpath: &Path, output: &Path) -> Result<Expor
     let mut summary = ExportSummary::default();
     let name = target.name.as_bytes();
     if name.len() > 4 && name.ends_with(b".tar") {
-        write_tar(stack, subpath, &node, &target, &mut summary)?;
+        write_tar(stack, subpath, &node, &target, &mut summary, redactor)?;
     } else {
-        write_tree(stack, subpath, &node, &target, &mut summary)?;
+        write_tree(stack, subpath, &node, &target, &mut summary, redactor)?;
     }
     rustix::fs::renameat_with(
         &target.parent,
@@ -211,6 +221,7 @@ fn write_tree(
     node: &Node,
     target: &Target,
     summary: &mut ExportSummary,
+    redactor: Option<&burrow_redact::Redactor>,
 ) -> Result<()> {
     let out_path = target.parent_path.join(&target.temporary);
     match &node.kind {
@@ -222,6 +233,7 @@ fn write_tree(
                 target.parent.as_fd(),
                 &target.temporary,
                 &out_path,
+                redactor,
             )?;
             summary.files += 1;
             return Ok(());
@@ -272,7 +284,15 @@ fn write_tree(
                 summary.directories += 1;
             }
             NodeKind::File => {
-                summary.bytes += copy_file(stack, &path, &entry, dir_fd.as_fd(), name, &out_entry)?;
+                summary.bytes += copy_file(
+                    stack,
+                    &path,
+                    &entry,
+                    dir_fd.as_fd(),
+                    name,
+                    &out_entry,
+                    redactor,
+                )?;
                 summary.files += 1;
             }
             NodeKind::Symlink(link) => {
@@ -294,8 +314,26 @@ fn write_tree(
     Ok(())
 }
 
+/// The largest file an export with redaction holds in memory.
+pub const MAX_REDACTED_FILE: u64 = 256 << 20;
+
+/// A file's content through the redactor.
+fn redacted_content(
+    stack: &LayerStack,
+    path: &Path,
+    node: &Node,
+    redactor: Option<&burrow_redact::Redactor>,
+) -> Result<Vec<u8>> {
+    let content = stack.read_file(path, node, MAX_REDACTED_FILE)?;
+    Ok(match redactor {
+        Some(redactor) => redactor.redact_all(&content),
+        None => content,
+    })
+}
+
 /// Copies the regular file `path` of the stack to a new file `name` in
-/// `dir` (`out` on the host); returns the bytes copied.
+/// `dir` (`out` on the host), through the redactor if there is one; returns
+/// the bytes written.
 fn copy_file(
     stack: &LayerStack,
     path: &Path,
@@ -303,7 +341,22 @@ fn copy_file(
     dir: BorrowedFd<'_>,
     name: &OsStr,
     out: &Path,
+    redactor: Option<&burrow_redact::Redactor>,
 ) -> Result<u64> {
+    if redactor.is_some() {
+        let content = redacted_content(stack, path, node, redactor)?;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let written = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o600))
+            .map_err(io::Error::from)
+            .and_then(|fd| {
+                let mut file = File::from(fd);
+                io::Write::write_all(&mut file, &content)?;
+                finish_inode(&file, node.mode, node.mtime)?;
+                Ok(content.len() as u64)
+            });
+        return written.map_err(WorkspaceError::io(out));
+    }
     let mut source = stack.open_file(path, node)?;
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let written = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o600))
@@ -349,6 +402,7 @@ fn write_tar(
     node: &Node,
     target: &Target,
     summary: &mut ExportSummary,
+    redactor: Option<&burrow_redact::Redactor>,
 ) -> Result<()> {
     let out_path = target.parent_path.join(&target.temporary);
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -363,11 +417,11 @@ fn write_tar(
     if node.kind == NodeKind::Dir {
         for (path, entry) in stack.walk(subpath)? {
             let rel = path.strip_prefix(subpath).unwrap_or(&path);
-            append(&mut archive, stack, &path, rel, &entry, summary)?;
+            append(&mut archive, stack, &path, rel, &entry, summary, redactor)?;
         }
     } else {
         let name = subpath.file_name().map_or(Path::new(""), Path::new);
-        append(&mut archive, stack, subpath, name, node, summary)?;
+        append(&mut archive, stack, subpath, name, node, summary, redactor)?;
     }
     let file = archive
         .into_inner()
@@ -386,6 +440,7 @@ fn append(
     name: &Path,
     node: &Node,
     summary: &mut ExportSummary,
+    redactor: Option<&burrow_redact::Redactor>,
 ) -> Result<()> {
     let mut header = tar::Header::new_gnu();
     header.set_mode(node.mode & 0o777);
@@ -403,6 +458,14 @@ fn append(
             header.set_entry_type(tar::EntryType::Symlink);
             summary.symlinks += 1;
             archive.append_link(&mut header, name, Path::new(link))
+        }
+        NodeKind::File if redactor.is_some() => {
+            let content = redacted_content(stack, path, node, redactor)?;
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(content.len() as u64);
+            summary.files += 1;
+            summary.bytes += content.len() as u64;
+            archive.append_data(&mut header, name, content.as_slice())
         }
         NodeKind::File => {
             let file = stack.open_file(path, node)?;

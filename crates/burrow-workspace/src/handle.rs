@@ -34,6 +34,8 @@ pub struct ExecRequest {
     pub timeout: Option<Duration>,
     /// The environment the policy's `inherit` rules pick from.
     pub caller_env: Vec<(OsString, OsString)>,
+    /// Secrets to pass as variables: `NAME` or `NAME=VAR`.
+    pub secret_env: Vec<String>,
 }
 
 /// How a command in a workspace ended.
@@ -107,18 +109,87 @@ impl Handle {
         AgentClient::over(stream)
     }
 
-    /// Appends to its audit log.
-    pub fn audit(&self, record: &AuditRecord) -> Result<()> {
-        crate::journal::append(&self.dir.journal(), record)
+    /// Its directory of burrow's state.
+    pub fn dir(&self) -> &WorkspaceDir {
+        &self.dir
     }
 
-    /// Runs a command, streaming its output into `sink`, and records it in the audit log.
+    /// The redactor for output of this workspace: its secrets, its rules and `call_rules`.
+    pub fn redactor(
+        &self,
+        call_rules: &[burrow_redact::RuleSpec],
+    ) -> Result<burrow_redact::Redactor> {
+        crate::redaction::redactor(&self.dir, &self.info.redact, call_rules)
+    }
+
+    /// A command's whole environment: what the policy passes of `caller_env`, then `extra`,
+    /// then the secrets asked for as variables.
+    pub fn command_env(
+        &self,
+        policy: &Policy,
+        caller_env: &[(OsString, OsString)],
+        extra: &[(String, String)],
+        secret_env: &[String],
+    ) -> Result<Vec<(String, String)>> {
+        let mut env: Vec<(String, String)> = policy
+            .env
+            .build(caller_env.iter().cloned())
+            .into_iter()
+            .map(|(name, value)| {
+                (
+                    name.to_string_lossy().into_owned(),
+                    value.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        for (name, value) in extra.iter().chain(&self.secret_env(secret_env)?) {
+            env.retain(|(existing, _)| existing != name);
+            env.push((name.clone(), value.clone()));
+        }
+        Ok(env)
+    }
+
+    /// Its secrets as variables, for `--secret-env NAME[=VAR]` requests.
+    pub fn secret_env(&self, requests: &[String]) -> Result<Vec<(String, String)>> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        crate::secrets::as_env(&crate::secrets::load(&self.dir)?, requests)
+    }
+
+    /// Appends to its audit log, with secrets and redacted types taken out of the subject.
+    pub fn audit(&self, record: &AuditRecord) -> Result<()> {
+        self.audit_with(record, &self.redactor(&[])?)
+    }
+
+    /// The same, with a redactor the caller already has.
+    pub fn audit_with(
+        &self,
+        record: &AuditRecord,
+        redactor: &burrow_redact::Redactor,
+    ) -> Result<()> {
+        if redactor.is_empty() {
+            return crate::journal::append(&self.dir.journal(), record);
+        }
+        let mut record = record.clone();
+        record.subject =
+            String::from_utf8_lossy(&redactor.redact_all(record.subject.as_bytes())).into_owned();
+        if let Some(cwd) = &record.cwd {
+            record.cwd =
+                Some(String::from_utf8_lossy(&redactor.redact_all(cwd.as_bytes())).into_owned());
+        }
+        crate::journal::append(&self.dir.journal(), &record)
+    }
+
+    /// Runs a command, streaming its output into `sink` through `redactor`, and records it in
+    /// the audit log.
     pub fn exec(
         &self,
         client: &mut AgentClient,
         request: &ExecRequest,
         sink: &mut dyn OutputSink,
         signals: Option<&dyn SignalSource>,
+        redactor: &burrow_redact::Redactor,
     ) -> Result<ExecReport> {
         let policy = self.policy()?;
         let Some(program) = request.argv.first() else {
@@ -136,7 +207,11 @@ impl Handle {
                 )
             })
             .collect();
-        for (name, value) in &request.env {
+        for (name, value) in request
+            .env
+            .iter()
+            .chain(&self.secret_env(&request.secret_env)?)
+        {
             env.retain(|(existing, _)| existing != name);
             env.push((name.clone(), value.clone()));
         }
@@ -152,7 +227,14 @@ impl Handle {
             timeout,
         };
         let started = Instant::now();
-        let result = client.exec(&call, sink, signals)?;
+        let result = if redactor.is_empty() {
+            client.exec(&call, sink, signals)?
+        } else {
+            let mut redacting = crate::redaction::RedactingSink::new(redactor, sink);
+            let result = client.exec(&call, &mut redacting, signals);
+            redacting.finish();
+            result?
+        };
         let report = ExecReport {
             result,
             duration: started.elapsed(),
@@ -163,13 +245,14 @@ impl Handle {
         record.cwd = Some(cwd);
         record.exit_code = Some(report.outcome().exit_code());
         record.duration_ms = Some(report.duration.as_millis() as u64);
-        self.audit(&record)?;
+        self.audit_with(&record, redactor)?;
         Ok(report)
     }
 }
 
-/// The command's working directory inside the cell.
-fn workspace_cwd(cwd: Option<&str>) -> Result<String> {
+/// A working directory given relative to /workspace (or absolute under it), as a path in the
+/// cell; `..` may not leave /workspace.
+pub fn workspace_cwd(cwd: Option<&str>) -> Result<String> {
     let Some(cwd) = cwd else {
         return Ok(WORKSPACE_DIR.to_owned());
     };

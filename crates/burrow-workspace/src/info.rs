@@ -28,6 +28,9 @@ pub struct ExecInfo {
     pub policy: burrow_policy::PolicyFile,
     /// When it expires (Unix seconds).
     pub expires_at: Option<i64>,
+    /// Redaction rules for everything printed of it (besides its secrets).
+    #[serde(default)]
+    pub redact: Vec<burrow_redact::RuleSpec>,
 }
 
 impl ExecInfo {

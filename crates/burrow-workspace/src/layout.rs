@@ -14,6 +14,7 @@
 //!     audit.journal              audit records waiting to enter the database
 //!     agent.sock  agent.log      the running cell's agent
 //!     lock                       held while the workspace's cell starts or stops
+//!     secrets.json               its secrets, owner-only
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -131,6 +132,11 @@ impl WorkspaceDir {
     /// The agent's log.
     pub fn log(&self) -> PathBuf {
         self.root.join("agent.log")
+    }
+
+    /// Its secrets (owner-only; never mounted in the cell).
+    pub fn secrets(&self) -> PathBuf {
+        self.root.join("secrets.json")
     }
 
     /// The lifecycle lock.

@@ -22,6 +22,8 @@ pub mod layout;
 pub mod lock;
 pub mod manager;
 pub mod names;
+pub mod redaction;
+pub mod secrets;
 pub mod store;
 pub mod tree;
 mod undo;

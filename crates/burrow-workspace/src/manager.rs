@@ -50,6 +50,10 @@ pub struct CreateOptions {
     pub ttl: Option<Duration>,
     /// Labels.
     pub labels: BTreeMap<String, String>,
+    /// Secrets.
+    pub secrets: crate::secrets::SecretMap,
+    /// Redaction rules for everything printed of it.
+    pub redact: Vec<burrow_redact::RuleSpec>,
 }
 
 /// A workspace as `ws list` and `ws status` show it.
@@ -153,6 +157,16 @@ impl Workspaces {
             })?;
         }
         let (policy_file, policy_text) = workspace_policy(&options.policy, &options.context)?;
+        for (name, value) in &options.secrets {
+            crate::secrets::validate_secret_name(name)?;
+            crate::secrets::validate_secret_value(name, value)?;
+        }
+        // Rules and secrets that cannot make a redactor are refused before anything exists.
+        burrow_redact::Redactor::new(
+            &crate::secrets::for_redaction(&options.secrets),
+            &options.redact,
+        )
+        .map_err(|error| WorkspaceError::Invalid(error.to_string()))?;
         // The seed is checked entirely before anything is made.
         let seed = match &options.seed {
             Some(path) => {
@@ -197,7 +211,7 @@ impl Workspaces {
                 (_, error) => error,
             });
         }
-        match self.populate(&dir, &record, policy_file, seed) {
+        match self.populate(&dir, &record, policy_file, seed, options) {
             Ok(()) => {}
             Err(error) => {
                 self.discard(&record);
@@ -221,7 +235,9 @@ impl Workspaces {
         record: &WorkspaceRecord,
         policy: burrow_policy::PolicyFile,
         seed: Option<(Source, Vec<crate::archive::ImportEntry>)>,
+        options: &CreateOptions,
     ) -> Result<()> {
+        crate::secrets::save(dir, &options.secrets)?;
         create_private_dir(&dir.layers())?;
         create_private_dir(&dir.trash())?;
         let seed_dir = dir.layer(SEED_LAYER);
@@ -246,6 +262,7 @@ impl Workspaces {
             name: record.name.clone(),
             policy,
             expires_at: record.expires_at,
+            redact: options.redact.clone(),
         }
         .write(dir)?;
         if let Some(name) = &record.name {
@@ -418,6 +435,11 @@ impl Workspaces {
             &dir.journal(),
             &journal::record("start", format!("pid {}", started.cell.pid)),
         );
+        if let Err(error) = push_secrets(dir, false) {
+            cell::stop(dir, &started.cell);
+            self.store.set_cell(&record.id, None)?;
+            return Err(error);
+        }
         Ok(WorkspaceRecord {
             cell: Some(started.cell),
             ..record
@@ -513,6 +535,53 @@ impl Workspaces {
             reaped.push(record.name.clone().unwrap_or(record.id.clone()));
         }
         Ok(reaped)
+    }
+
+    /// Adds or replaces a secret; a running cell gets it at once.
+    pub fn set_secret(&mut self, name_or_id: &str, name: &str, value: Vec<u8>) -> Result<()> {
+        crate::secrets::validate_secret_name(name)?;
+        crate::secrets::validate_secret_value(name, &value)?;
+        self.change_secrets(name_or_id, "secret.set", name, |secrets| {
+            secrets.insert(name.to_owned(), value);
+            Ok(())
+        })
+    }
+
+    /// Removes a secret.
+    pub fn remove_secret(&mut self, name_or_id: &str, name: &str) -> Result<()> {
+        self.change_secrets(name_or_id, "secret.rm", name, |secrets| {
+            secrets.remove(name).map(drop).ok_or_else(|| {
+                WorkspaceError::Invalid(format!("the workspace has no secret named {name}"))
+            })
+        })
+    }
+
+    /// A workspace's secrets' names.
+    pub fn secret_names(&self, name_or_id: &str) -> Result<Vec<String>> {
+        let record = self.get(name_or_id)?;
+        let dir = self.state.workspace(&record.id);
+        Ok(crate::secrets::load(&dir)?.into_keys().collect())
+    }
+
+    fn change_secrets(
+        &mut self,
+        name_or_id: &str,
+        kind: &str,
+        name: &str,
+        change: impl FnOnce(&mut crate::secrets::SecretMap) -> Result<()>,
+    ) -> Result<()> {
+        let record = self.get(name_or_id)?;
+        let dir = self.state.workspace(&record.id);
+        let _lock = WorkspaceLock::acquire(&dir.lock())?;
+        let mut secrets = crate::secrets::load(&dir)?;
+        change(&mut secrets)?;
+        crate::secrets::save(&dir, &secrets)?;
+        let record = self.get(&record.id)?;
+        if record.cell.as_ref().is_some_and(cell::is_alive) {
+            push_secrets(&dir, true)?;
+        }
+        // The name only: a secret's value is never logged.
+        journal::append(&dir.journal(), &journal::record(kind, name))
     }
 
     /// A workspace's audit log, oldest first.
@@ -630,6 +699,18 @@ impl Workspaces {
         }
         result
     }
+}
+
+/// Gives a running cell its secrets as files under /run/secrets. At start, a workspace
+/// without secrets has nothing to install; after a change, even an empty set is sent.
+fn push_secrets(dir: &WorkspaceDir, even_none: bool) -> Result<()> {
+    let secrets = crate::secrets::load(dir)?;
+    if secrets.is_empty() && !even_none {
+        return Ok(());
+    }
+    let stream = cell::connect(dir).map_err(WorkspaceError::io(dir.socket()))?;
+    let mut client = AgentClient::over(stream)?;
+    client.set_secrets(secrets.into_iter().collect())
 }
 
 /// The policy a workspace stores: its own paths made absolute (it outlives the directory it

@@ -49,30 +49,61 @@ fn current_layers(dir: &WorkspaceDir, record: &WorkspaceRecord) -> (Vec<PathBuf>
 }
 
 impl Workspaces {
-    /// What changed since the baseline, rendered as git would.
-    pub fn diff(&self, name_or_id: &str) -> Result<Vec<Rendered>> {
+    /// What changed since the baseline, rendered as git would, with the workspace's secrets
+    /// and redacted types (and `call_rules`') taken out.
+    pub fn diff(
+        &self,
+        name_or_id: &str,
+        call_rules: &[burrow_redact::RuleSpec],
+    ) -> Result<Vec<Rendered>> {
         let record = self.get(name_or_id)?;
         let dir = self.state().workspace(&record.id);
         let (layers, scope) = current_layers(&dir, &record);
         let current = LayerStack::open(&layers)?;
         let baseline = LayerStack::open(&[dir.layer(SEED_LAYER)])?;
         let changes = diff::changes(&current, &baseline, scope)?;
-        diff::render(&current, &baseline, &changes)
+        let mut rendered = diff::render(&current, &baseline, &changes)?;
+        let redactor = self.redactor_of(&record, call_rules)?;
+        if !redactor.is_empty() {
+            for file in &mut rendered {
+                let patch = redactor.redact_all(file.patch.as_bytes());
+                file.patch = String::from_utf8_lossy(&patch).into_owned();
+                let path = redactor.redact_all(file.path.as_bytes());
+                file.path = String::from_utf8_lossy(&path).into_owned();
+            }
+        }
+        Ok(rendered)
     }
 
-    /// Writes the workspace's files (or those under `subpath`) to a host directory or `.tar`.
+    /// Writes the workspace's files (or those under `subpath`) to a host directory or `.tar`,
+    /// with its secrets and redacted types (and `call_rules`') taken out.
     pub fn export(
         &self,
         name_or_id: &str,
         subpath: &str,
         output: &Path,
+        call_rules: &[burrow_redact::RuleSpec],
     ) -> Result<crate::export::ExportSummary> {
         let record = self.get(name_or_id)?;
         let dir = self.state().workspace(&record.id);
         let subpath = relative_path(subpath)?;
         let (layers, _) = current_layers(&dir, &record);
         let stack = LayerStack::open(&layers)?;
-        crate::export::export(&stack, &subpath, output)
+        let redactor = self.redactor_of(&record, call_rules)?;
+        crate::export::export(&stack, &subpath, output, Some(&redactor))
+    }
+
+    /// The redactor for output of a workspace.
+    pub fn redactor_of(
+        &self,
+        record: &WorkspaceRecord,
+        call_rules: &[burrow_redact::RuleSpec],
+    ) -> Result<burrow_redact::Redactor> {
+        let dir = self.state().workspace(&record.id);
+        let rules = crate::info::ExecInfo::read(&dir)
+            .map(|info| info.redact)
+            .unwrap_or_default();
+        crate::redaction::redactor(&dir, &rules, call_rules)
     }
 
     /// Discards the changes: back to the baseline, or to a snapshot. A running cell is

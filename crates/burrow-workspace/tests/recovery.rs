@@ -36,6 +36,8 @@ fn create(workspaces: &mut Workspaces, name: &str) -> String {
         },
         ttl: None,
         labels: BTreeMap::new(),
+        secrets: BTreeMap::new(),
+        redact: Vec::new(),
     };
     workspaces.create(&options).unwrap().id
 }

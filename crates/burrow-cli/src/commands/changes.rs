@@ -55,9 +55,14 @@ pub fn patch(workspace: &str, file: Option<&Path>, json: bool) -> ExitCode {
     })())
 }
 
-pub fn diff(workspace: &str, stat: bool, json: bool) -> ExitCode {
+pub fn diff(
+    workspace: &str,
+    stat: bool,
+    json: bool,
+    redact: &[burrow_redact::RuleSpec],
+) -> ExitCode {
     finish((|| {
-        let rendered = open()?.diff(workspace)?;
+        let rendered = open()?.diff(workspace, redact)?;
         if json {
             print_json(&rendered);
             return Ok(());
@@ -92,9 +97,15 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-pub fn export(workspace: &str, path: Option<&str>, output: &Path, json: bool) -> ExitCode {
+pub fn export(
+    workspace: &str,
+    path: Option<&str>,
+    output: &Path,
+    json: bool,
+    redact: &[burrow_redact::RuleSpec],
+) -> ExitCode {
     finish((|| {
-        let summary = open()?.export(workspace, path.unwrap_or("."), output)?;
+        let summary = open()?.export(workspace, path.unwrap_or("."), output, redact)?;
         if json {
             print_json(&summary);
         } else if !summary.skipped.is_empty() {

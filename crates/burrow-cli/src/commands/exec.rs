@@ -35,6 +35,11 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
         env: args.env.clone(),
         timeout: args.timeout.map(Duration::from_secs),
         caller_env: std::env::vars_os().collect(),
+        secret_env: args.secrets.secret_env.clone(),
+    };
+    let redactor = match handle.redactor(&args.redact.redact) {
+        Ok(redactor) => redactor,
+        Err(error) => return burrow_failed(args.json, &error.into()),
     };
     // Ctrl-C and friends go to the command, as with `burrow run`.
     let forwarder = SignalForwarder::install().ok();
@@ -42,7 +47,7 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
     let filesystem = workspace_filesystem(&policy);
     if args.json {
         let mut sink = CaptureSink::new(super::run::capture_limits(&policy));
-        let report = match handle.exec(&mut client, &request, &mut sink, signals) {
+        let report = match handle.exec(&mut client, &request, &mut sink, signals, &redactor) {
             Ok(report) => report,
             Err(error) => return burrow_failed(true, &error.into()),
         };
@@ -57,7 +62,7 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
         exit::code(outcome.exit_code())
     } else {
         let mut sink = TerminalSink::new();
-        let report = match handle.exec(&mut client, &request, &mut sink, signals) {
+        let report = match handle.exec(&mut client, &request, &mut sink, signals, &redactor) {
             Ok(report) => report,
             Err(error) => return burrow_failed(false, &error.into()),
         };

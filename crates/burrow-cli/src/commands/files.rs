@@ -28,7 +28,8 @@ pub fn file(command: &FileCommand) -> ExitCode {
             path,
             offset,
             max_bytes,
-        } => read(workspace, path, *offset, *max_bytes),
+            redact,
+        } => read(workspace, path, *offset, *max_bytes, &redact.redact),
         FileCommand::Write {
             workspace,
             path,
@@ -91,31 +92,64 @@ fn listing_line(entry: &Entry) -> String {
     line
 }
 
-fn read(workspace: &str, path: &str, offset: u64, max_bytes: u64) -> anyhow::Result<()> {
-    let (_, mut client) = reach(workspace)?;
-    let mut out = std::io::stdout().lock();
-    let mut position = offset;
+fn read(
+    workspace: &str,
+    path: &str,
+    offset: u64,
+    max_bytes: u64,
+    redact: &[burrow_redact::RuleSpec],
+) -> anyhow::Result<()> {
+    let (handle, mut client) = reach(workspace)?;
+    let redactor = handle.redactor(redact)?;
+    // Redaction looks behind the offset, so that a secret the page starts inside of is still
+    // recognised (and shown as its replacement, not as its second half).
+    let look_behind = if redactor.is_empty() {
+        0
+    } else {
+        redactor.hold_back() as u64
+    };
+    let window_start = offset.saturating_sub(look_behind);
     let end = offset.saturating_add(max_bytes);
-    let mut size = 0;
-    while position < end {
+    let (raw, size) = read_range(&mut client, path, window_start, end)?;
+    let complete = end >= size;
+    let (shown, next) = if redactor.is_empty() {
+        let from = (offset - window_start) as usize;
+        (
+            raw.get(from..).unwrap_or_default().to_vec(),
+            window_start + raw.len() as u64,
+        )
+    } else {
+        redactor.redact_window(&raw, window_start, offset, complete)
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(&shown)?;
+    out.flush()?;
+    if next < size {
+        eprintln!("burrow: showed bytes {offset}..{next} of {size}; continue with --offset {next}");
+    }
+    Ok(())
+}
+
+/// The bytes of `path` in `[start, end)` (fewer at its end), and the file's size.
+fn read_range(
+    client: &mut burrow_workspace::client::AgentClient,
+    path: &str,
+    start: u64,
+    end: u64,
+) -> anyhow::Result<(Vec<u8>, u64)> {
+    let mut bytes = Vec::new();
+    let mut position = start;
+    let mut size = client.read_file(path, start, 0)?.size;
+    while position < end.min(size) {
         let chunk = client.read_file(path, position, end - position)?;
         size = chunk.size;
         if chunk.bytes.is_empty() {
             break;
         }
-        out.write_all(&chunk.bytes)?;
         position += chunk.bytes.len() as u64;
+        bytes.extend(chunk.bytes);
     }
-    if max_bytes == 0 {
-        size = client.read_file(path, position, 0)?.size;
-    }
-    out.flush()?;
-    if position < size {
-        eprintln!(
-            "burrow: showed bytes {offset}..{position} of {size}; continue with --offset {position}"
-        );
-    }
-    Ok(())
+    Ok((bytes, size))
 }
 
 fn write(

@@ -6,7 +6,12 @@ mod doctor;
 mod exec;
 mod files;
 mod policy;
+mod publish;
 mod run;
+mod secrets;
+mod services;
+mod sessions;
+mod shells;
 mod workspaces;
 
 use std::process::ExitCode;
@@ -50,13 +55,15 @@ pub fn run_main() -> ExitCode {
             workspace,
             stat,
             json,
-        } => changes::diff(&workspace, stat, json),
+            redact,
+        } => changes::diff(&workspace, stat, json, &redact.redact),
         Command::Export {
             workspace,
             path,
             output,
             json,
-        } => changes::export(&workspace, path.as_deref(), &output, json),
+            redact,
+        } => changes::export(&workspace, path.as_deref(), &output, json, &redact.redact),
         Command::Import {
             workspace,
             source,
@@ -67,6 +74,11 @@ pub fn run_main() -> ExitCode {
         Command::Snapshot(command) => changes::snapshot(&command),
         Command::Audit { workspace, json } => changes::audit(&workspace, json),
         Command::Agent(args) => agent::agent(&args),
+        Command::Shell(command) => shells::shell(command),
+        Command::Session(command) => sessions::session(command),
+        Command::Service(command) => services::service(command),
+        Command::Secret(command) => secrets::secret(&command),
+        Command::Publish(args) => publish::publish(&args),
     }
 }
 

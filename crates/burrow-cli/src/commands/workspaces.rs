@@ -59,6 +59,14 @@ fn create(args: &CreateArgs) -> anyhow::Result<()> {
         policy.workspace.max_file_write = size;
     }
     let context = path_context(None)?;
+    let mut secrets = burrow_workspace::secrets::SecretMap::new();
+    for (name, value) in &args.secrets {
+        secrets.insert(name.clone(), value.clone().into_bytes());
+    }
+    for (name, path) in &args.secret_files {
+        let value = std::fs::read(path).with_context(|| format!("--secret-file {name}={path}"))?;
+        secrets.insert(name.clone(), value);
+    }
     let options = CreateOptions {
         name: args.name.clone(),
         seed: args.seed.clone(),
@@ -66,6 +74,8 @@ fn create(args: &CreateArgs) -> anyhow::Result<()> {
         context,
         ttl: args.ttl.map(Duration::from_secs),
         labels: args.labels.iter().cloned().collect(),
+        secrets,
+        redact: args.redact.clone(),
     };
     let mut workspaces = open()?;
     let record = workspaces.create(&options)?;

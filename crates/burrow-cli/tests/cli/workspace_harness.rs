@@ -138,3 +138,86 @@ pub fn eventually(seconds: u64, mut condition: impl FnMut() -> bool) -> bool {
     }
     condition()
 }
+
+/// What `burrow shell read --json` returned.
+#[derive(Debug)]
+pub struct ShellRead {
+    pub output: String,
+    pub next: u64,
+    pub lost: u64,
+    pub exited: bool,
+}
+
+impl Harness {
+    /// Reads a shell's output from `cursor` (waiting for `idle_ms` of quiet first).
+    #[track_caller]
+    pub fn shell_read(
+        &self,
+        ws: &str,
+        shell: &str,
+        cursor: u64,
+        idle_ms: u64,
+        extra: &[&str],
+    ) -> ShellRead {
+        let cursor = cursor.to_string();
+        let idle = idle_ms.to_string();
+        let mut args = vec![
+            "shell",
+            "read",
+            ws,
+            shell,
+            "--json",
+            "--cursor",
+            &cursor,
+            "--wait-idle-ms",
+            &idle,
+        ];
+        args.extend_from_slice(extra);
+        let done = self.call(&args);
+        assert_eq!(done.status, 0, "{done:#?}");
+        let json = done.json();
+        ShellRead {
+            output: json["output"].as_str().unwrap_or_default().to_owned(),
+            next: json["next_cursor"].as_u64().unwrap(),
+            lost: json["lost"].as_u64().unwrap(),
+            exited: !json["exited"].is_null(),
+        }
+    }
+
+    /// Reads a shell until its output (from `cursor`) contains `needle`; returns everything read
+    /// and the next cursor.
+    #[track_caller]
+    pub fn shell_until(
+        &self,
+        ws: &str,
+        shell: &str,
+        mut cursor: u64,
+        needle: &str,
+    ) -> (String, u64) {
+        let mut seen = String::new();
+        for _ in 0..100 {
+            let read = self.shell_read(ws, shell, cursor, 100, &["--plain"]);
+            seen.push_str(&read.output);
+            let progressed = read.next != cursor;
+            cursor = read.next;
+            if seen.contains(needle) {
+                return (seen, cursor);
+            }
+            if !progressed {
+                // Quiet already: the read came back at once. Give the shell time.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        panic!("{needle:?} never appeared; the shell said {seen:?}");
+    }
+
+    /// `burrow session exec --json WS S -- COMMAND`.
+    #[track_caller]
+    pub fn session_json(&self, ws: &str, session: &str, flags: &[&str], command: &str) -> Value {
+        let mut args = vec!["session", "exec", "--json", ws, session];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", command]);
+        let done = self.call(&args);
+        done.json()
+    }
+}

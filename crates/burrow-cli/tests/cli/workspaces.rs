@@ -6,3 +6,7 @@ mod changes;
 mod crash;
 mod files;
 mod lifecycle;
+mod secrets;
+mod services;
+mod sessions;
+mod shells;

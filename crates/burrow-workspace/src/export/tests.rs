@@ -52,7 +52,7 @@ fn exports_the_merged_view_to_a_directory() {
     let out = tempdir();
     let target = out.path().join("export");
     let started = Instant::now();
-    let summary = export(&stack, Path::new(""), &target).unwrap();
+    let summary = export(&stack, Path::new(""), &target, None).unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "the FIFO blocked"
@@ -105,25 +105,25 @@ fn exports_one_file_or_one_symlink_as_itself() {
     let (_layers, stack) = workspace();
     let out = tempdir();
     let file = out.path().join("main.rs");
-    let summary = export(&stack, Path::new("src/main.rs"), &file).unwrap();
+    let summary = export(&stack, Path::new("src/main.rs"), &file, None).unwrap();
     assert_eq!((summary.files, summary.bytes), (1, 13));
     assert_eq!(fs::read(&file).unwrap(), b"fn main() {}\n");
     let link = out.path().join("link");
-    export(&stack, Path::new("src/link"), &link).unwrap();
+    export(&stack, Path::new("src/link"), &link, None).unwrap();
     assert_eq!(fs::read_link(&link).unwrap(), Path::new("lib.rs"));
     let dir = out.path().join("src-only");
-    export(&stack, Path::new("src"), &dir).unwrap();
+    export(&stack, Path::new("src"), &dir, None).unwrap();
     assert_eq!(listing(&dir), ["lib.rs", "link", "main.rs"]);
 
     for missing in ["gone", "old/x", "src/link/x", "nothing"] {
-        let error = export(&stack, Path::new(missing), &out.path().join("x")).unwrap_err();
+        let error = export(&stack, Path::new(missing), &out.path().join("x"), None).unwrap_err();
         assert!(
             error.to_string().contains("does not exist"),
             "{missing}: {error}"
         );
     }
-    assert!(export(&stack, Path::new("src/pipe"), &out.path().join("p")).is_err());
-    assert!(export(&stack, Path::new("../x"), &out.path().join("p")).is_err());
+    assert!(export(&stack, Path::new("src/pipe"), &out.path().join("p"), None).is_err());
+    assert!(export(&stack, Path::new("../x"), &out.path().join("p"), None).is_err());
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn exports_a_tar_archive_that_reads_back() {
     let stack = layers.stack(&["upper", "seed"]);
     let out = tempdir();
     let target = out.path().join("ws.tar");
-    let summary = export(&stack, Path::new(""), &target).unwrap();
+    let summary = export(&stack, Path::new(""), &target, None).unwrap();
     assert_eq!(summary.skipped, ["src/pipe"]);
     assert_eq!(summary.files, 6);
 
@@ -184,7 +184,7 @@ fn exports_a_tar_archive_that_reads_back() {
     assert_eq!(seen, expected);
 
     let single = out.path().join("one.tar");
-    export(&stack, Path::new("src/main.rs"), &single).unwrap();
+    export(&stack, Path::new("src/main.rs"), &single, None).unwrap();
     let mut archive = tar::Archive::new(fs::File::open(&single).unwrap());
     let names: Vec<String> = archive
         .entries()
@@ -211,7 +211,7 @@ fn refuses_an_existing_output_and_a_missing_parent() {
         if target.extension().is_some() {
             fs::write(&target, b"keep me too").unwrap();
         }
-        let error = export(&stack, Path::new(""), &target).unwrap_err();
+        let error = export(&stack, Path::new(""), &target, None).unwrap_err();
         assert!(matches!(error, WorkspaceError::Invalid(_)), "{error}");
         assert_eq!(
             error.to_string(),
@@ -219,7 +219,7 @@ fn refuses_an_existing_output_and_a_missing_parent() {
         );
     }
     assert_eq!(fs::read(&existing).unwrap(), b"keep me");
-    let error = export(&stack, Path::new(""), &out.path().join("no/such/dir")).unwrap_err();
+    let error = export(&stack, Path::new(""), &out.path().join("no/such/dir"), None).unwrap_err();
     assert!(
         error.to_string().contains("create the directory first"),
         "{error}"
@@ -231,7 +231,7 @@ fn refuses_an_existing_output_and_a_missing_parent() {
         .path()
         .join(format!(".fresh.burrow-export-{}", std::process::id()));
     fs::write(&leftover, b"not ours").unwrap();
-    let error = export(&stack, Path::new(""), &out.path().join("fresh")).unwrap_err();
+    let error = export(&stack, Path::new(""), &out.path().join("fresh"), None).unwrap_err();
     assert!(error.to_string().contains("remove it and retry"), "{error}");
     assert_eq!(fs::read(&leftover).unwrap(), b"not ours");
 }
@@ -258,7 +258,7 @@ fn a_failed_export_leaves_nothing_behind() {
     }
     let stack = layers.stack(&["seed"]);
     let out = tempdir();
-    let error = export(&stack, Path::new(""), &out.path().join("export")).unwrap_err();
+    let error = export(&stack, Path::new(""), &out.path().join("export"), None).unwrap_err();
     assert!(error.to_string().contains("File name too long"), "{error}");
     assert!(listing(out.path()).is_empty(), "{:?}", listing(out.path()));
 }
@@ -274,7 +274,7 @@ fn planted_symlinks_are_exported_as_symlinks_and_never_followed() {
     let out = tempdir();
 
     let target = out.path().join("export");
-    let summary = export(&stack, Path::new(""), &target).unwrap();
+    let summary = export(&stack, Path::new(""), &target, None).unwrap();
     assert_eq!((summary.files, summary.symlinks), (0, 2));
     assert_eq!(
         fs::read_link(target.join("link")).unwrap(),
@@ -283,18 +283,18 @@ fn planted_symlinks_are_exported_as_symlinks_and_never_followed() {
     assert_eq!(fs::read_link(target.join("d")).unwrap(), outside.dir.path());
 
     let archive = out.path().join("export.tar");
-    export(&stack, Path::new(""), &archive).unwrap();
+    export(&stack, Path::new(""), &archive, None).unwrap();
     assert!(!leaks(&fs::read(&archive).unwrap()));
 
     let single = out.path().join("one");
-    export(&stack, Path::new("link"), &single).unwrap();
+    export(&stack, Path::new("link"), &single, None).unwrap();
     assert!(
         fs::symlink_metadata(&single)
             .unwrap()
             .file_type()
             .is_symlink()
     );
-    let error = export(&stack, Path::new("d/secret"), &out.path().join("two")).unwrap_err();
+    let error = export(&stack, Path::new("d/secret"), &out.path().join("two"), None).unwrap_err();
     assert!(error.to_string().contains("does not exist"), "{error}");
     // The secret is still only where it was.
     assert_eq!(

@@ -3,6 +3,9 @@
 //! The agent runs beside untrusted code, so nothing it says is taken on trust: every answer must
 //! carry the id of the request it answers, sizes must match what was asked, and frames are
 //! bounded by the protocol's decoder.
+//!
+//! Files and commands are here; shells, sessions, services, secrets and tunnels in
+//! [`interactive`].
 
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -16,8 +19,10 @@ use rustix::event::{PollFd, PollFlags};
 
 use crate::error::{Result, WorkspaceError};
 
+pub mod interactive;
+
 /// How long a simple request may take before the agent is considered lost.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A command for [`AgentClient::exec`].
 #[derive(Debug, Clone)]
@@ -89,7 +94,7 @@ impl AgentClient {
     }
 
     /// Reads the answer to the greeting, if it has not been read.
-    fn check_greeting(&mut self, deadline: Instant) -> Result<()> {
+    pub(crate) fn check_greeting(&mut self, deadline: Instant) -> Result<()> {
         if !self.greeting_pending {
             return Ok(());
         }
@@ -108,13 +113,13 @@ impl AgentClient {
         }
     }
 
-    fn new_id(&mut self) -> u64 {
+    pub(crate) fn new_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         id
     }
 
-    fn send(&mut self, frame: &Frame) -> Result<()> {
+    pub(crate) fn send(&mut self, frame: &Frame) -> Result<()> {
         let bytes = frame.encode()?;
         self.stream
             .write_all(&bytes)
@@ -122,7 +127,7 @@ impl AgentClient {
     }
 
     /// The next frame, waiting until `deadline`.
-    fn next_frame(&mut self, deadline: Instant) -> Result<Frame> {
+    pub(crate) fn next_frame(&mut self, deadline: Instant) -> Result<Frame> {
         loop {
             if let Some(frame) = self.decoder.next_frame()? {
                 return Ok(frame);
@@ -159,10 +164,19 @@ impl AgentClient {
     }
 
     /// Sends a request and returns the answer for it.
-    fn request(&mut self, message: Message) -> Result<Message> {
+    pub(crate) fn request(&mut self, message: Message) -> Result<Message> {
+        self.request_within(message, ANSWER_TIMEOUT)
+    }
+
+    /// The same, for a request whose answer may take `patience` (a wait asked for).
+    pub(crate) fn request_within(
+        &mut self,
+        message: Message,
+        patience: Duration,
+    ) -> Result<Message> {
         let id = message.id();
         self.send(&Frame::Message(message))?;
-        let answer = self.next_message(Instant::now() + ANSWER_TIMEOUT)?;
+        let answer = self.next_message(Instant::now() + patience)?;
         if answer.id() != id {
             return Err(unexpected(&answer));
         }
@@ -340,6 +354,13 @@ impl AgentClient {
         .and_then(|answer| done(&answer))
     }
 
+    /// The socket itself, once it stops carrying frames (a tunnel), and what was read from it
+    /// past the last frame.
+    pub(crate) fn into_stream(mut self) -> (UnixStream, Vec<u8>) {
+        let early = self.decoder.take_buffered();
+        (self.stream, early)
+    }
+
     /// Asks the agent to stop every command and exit (the cell ends).
     pub fn shutdown(mut self) {
         let _ = self.send(&Frame::Message(Message::Shutdown));
@@ -480,7 +501,7 @@ impl SignalSource for burrow_sandbox::SignalForwarder {
     }
 }
 
-fn done(answer: &Message) -> Result<()> {
+pub(crate) fn done(answer: &Message) -> Result<()> {
     match answer {
         Message::Done { .. } => Ok(()),
         other => Err(unexpected(other)),
@@ -488,7 +509,7 @@ fn done(answer: &Message) -> Result<()> {
 }
 
 /// The agent's refusal, cut to one bounded line: it is untrusted text.
-fn refused(code: burrow_proto::ErrorCode, message: &str) -> WorkspaceError {
+pub(crate) fn refused(code: burrow_proto::ErrorCode, message: &str) -> WorkspaceError {
     let mut line: String = message
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -501,7 +522,7 @@ fn refused(code: burrow_proto::ErrorCode, message: &str) -> WorkspaceError {
     }
 }
 
-fn unexpected(message: &Message) -> WorkspaceError {
+pub(crate) fn unexpected(message: &Message) -> WorkspaceError {
     let mut shown = format!("{message:?}");
     if shown.len() > 200 {
         let mut cut = 200;

@@ -9,3 +9,5 @@ echo
 "$dir/workspace.sh"
 echo
 "$dir/session.sh"
+echo
+"$dir/mcp.sh"

@@ -32,7 +32,8 @@ pub fn shell(agent: &Rc<Agent>, request: ShellMessage, out: &mpsc::Sender<Frame>
             } => agent
                 .shells
                 .open(&agent, &cwd, (cols, rows), &env)
-                .map(|(shell, pid)| vec![shell_frame(ShellMessage::Opened { id, shell, pid })]),
+                .map(|(shell, pid)| vec![shell_frame(ShellMessage::Opened { id, shell, pid })])
+                .map_err(Refusal::from),
             ShellMessage::Read {
                 id,
                 shell,
@@ -70,27 +71,41 @@ pub fn shell(agent: &Rc<Agent>, request: ShellMessage, out: &mpsc::Sender<Frame>
                         },
                     ])
                 }
-                Err(message) => Err(message),
+                Err(message) => Err(Refusal::unknown(message)),
             },
             ShellMessage::Write { id, shell, data } => match agent.shells.get(&shell) {
-                Ok(shell) => shell.write(data.as_bytes()).await.map(|()| done(id)),
-                Err(message) => Err(message),
+                Ok(shell) => shell
+                    .write(data.as_bytes())
+                    .await
+                    .map(|()| done(id))
+                    .map_err(Refusal::from),
+                Err(message) => Err(Refusal::unknown(message)),
             },
-            ShellMessage::Signal { id, shell, signal } => agent.shells.get(&shell).map(|shell| {
-                shell.signal(signal);
-                done(id)
-            }),
+            ShellMessage::Signal { id, shell, signal } => agent
+                .shells
+                .get(&shell)
+                .map(|shell| {
+                    shell.signal(signal);
+                    done(id)
+                })
+                .map_err(Refusal::unknown),
             ShellMessage::Resize {
                 id,
                 shell,
                 cols,
                 rows,
-            } => agent
+            } => match agent.shells.get(&shell) {
+                Ok(shell) => shell
+                    .resize((cols, rows))
+                    .map(|()| done(id))
+                    .map_err(Refusal::from),
+                Err(message) => Err(Refusal::unknown(message)),
+            },
+            ShellMessage::Close { id, shell } => agent
                 .shells
-                .get(&shell)
-                .and_then(|shell| shell.resize((cols, rows)))
-                .map(|()| done(id)),
-            ShellMessage::Close { id, shell } => agent.shells.close(&shell).map(|()| done(id)),
+                .close(&shell)
+                .map(|()| done(id))
+                .map_err(Refusal::unknown),
             ShellMessage::ListAll { id } => Ok(vec![shell_frame(ShellMessage::List {
                 id,
                 shells: agent.shells.list(),
@@ -98,7 +113,7 @@ pub fn shell(agent: &Rc<Agent>, request: ShellMessage, out: &mpsc::Sender<Frame>
             // Only the agent sends these.
             ShellMessage::Opened { .. }
             | ShellMessage::Output { .. }
-            | ShellMessage::List { .. } => Err("not a request".to_owned()),
+            | ShellMessage::List { .. } => Err(Refusal::from("not a request".to_owned())),
         };
         send_all(&out, id, answer).await;
     });
@@ -110,54 +125,55 @@ pub fn session(agent: &Rc<Agent>, request: SessionMessage, out: &mpsc::Sender<Fr
     let out = out.clone();
     tokio::task::spawn_local(async move {
         let id = request.id();
-        let answer =
-            match request {
-                SessionMessage::Open { id, cwd, env } => agent
-                    .sessions
-                    .open(&agent, &cwd, &env)
-                    .map(|(session, pid)| {
-                        vec![session_frame(SessionMessage::Opened { id, session, pid })]
-                    }),
-                SessionMessage::Exec {
-                    id,
-                    session,
-                    command,
-                    timeout_ms,
-                } => match agent.sessions.get(&session) {
-                    Ok(session) => {
-                        let _busy = agent.activity.begin();
-                        // Output goes out as it comes, through the connection's ordered queue.
-                        let (chunks, mut queued) = mpsc::unbounded_channel::<Frame>();
-                        let forward_out = out.clone();
-                        let forwarder = tokio::task::spawn_local(async move {
-                            while let Some(frame) = queued.recv().await {
-                                let _ = forward_out.send(frame).await;
-                            }
-                        });
-                        let mut chunk = |stream: Stream, bytes: Vec<u8>| {
-                            let channel = match stream {
-                                Stream::Stdout => Channel::Stdout,
-                                Stream::Stderr => Channel::Stderr,
-                            };
-                            for piece in bytes.chunks(MAX_CHUNK) {
-                                let _ = chunks.send(Frame::Data {
-                                    id,
-                                    channel,
-                                    bytes: piece.to_vec(),
-                                });
-                            }
+        let answer = match request {
+            SessionMessage::Open { id, cwd, env } => agent
+                .sessions
+                .open(&agent, &cwd, &env)
+                .map(|(session, pid)| {
+                    vec![session_frame(SessionMessage::Opened { id, session, pid })]
+                })
+                .map_err(Refusal::from),
+            SessionMessage::Exec {
+                id,
+                session,
+                command,
+                timeout_ms,
+            } => match agent.sessions.get(&session) {
+                Ok(session) => {
+                    let _busy = agent.activity.begin();
+                    // Output goes out as it comes, through the connection's ordered queue.
+                    let (chunks, mut queued) = mpsc::unbounded_channel::<Frame>();
+                    let forward_out = out.clone();
+                    let forwarder = tokio::task::spawn_local(async move {
+                        while let Some(frame) = queued.recv().await {
+                            let _ = forward_out.send(frame).await;
+                        }
+                    });
+                    let mut chunk = |stream: Stream, bytes: Vec<u8>| {
+                        let channel = match stream {
+                            Stream::Stdout => Channel::Stdout,
+                            Stream::Stderr => Channel::Stderr,
                         };
-                        let result = session
-                            .exec(
-                                &agent,
-                                &command,
-                                timeout_ms.map(Duration::from_millis),
-                                &mut chunk,
-                            )
-                            .await;
-                        drop(chunks);
-                        let _ = forwarder.await;
-                        result.map(|end| {
+                        for piece in bytes.chunks(MAX_CHUNK) {
+                            let _ = chunks.send(Frame::Data {
+                                id,
+                                channel,
+                                bytes: piece.to_vec(),
+                            });
+                        }
+                    };
+                    let result = session
+                        .exec(
+                            &agent,
+                            &command,
+                            timeout_ms.map(Duration::from_millis),
+                            &mut chunk,
+                        )
+                        .await;
+                    drop(chunks);
+                    let _ = forwarder.await;
+                    result
+                        .map(|end| {
                             vec![session_frame(SessionMessage::Result {
                                 id,
                                 exit_code: end.exit_code,
@@ -166,20 +182,23 @@ pub fn session(agent: &Rc<Agent>, request: SessionMessage, out: &mpsc::Sender<Fr
                                 restarted: end.restarted,
                             })]
                         })
-                    }
-                    Err(message) => Err(message),
-                },
-                SessionMessage::Close { id, session } => {
-                    agent.sessions.close(&session).map(|()| done(id))
+                        .map_err(Refusal::from)
                 }
-                SessionMessage::ListAll { id } => Ok(vec![session_frame(SessionMessage::List {
-                    id,
-                    sessions: agent.sessions.list(),
-                })]),
-                SessionMessage::Opened { .. }
-                | SessionMessage::Result { .. }
-                | SessionMessage::List { .. } => Err("not a request".to_owned()),
-            };
+                Err(message) => Err(Refusal::unknown(message)),
+            },
+            SessionMessage::Close { id, session } => agent
+                .sessions
+                .close(&session)
+                .map(|()| done(id))
+                .map_err(Refusal::unknown),
+            SessionMessage::ListAll { id } => Ok(vec![session_frame(SessionMessage::List {
+                id,
+                sessions: agent.sessions.list(),
+            })]),
+            SessionMessage::Opened { .. }
+            | SessionMessage::Result { .. }
+            | SessionMessage::List { .. } => Err(Refusal::from("not a request".to_owned())),
+        };
         send_all(&out, id, answer).await;
     });
 }
@@ -217,20 +236,25 @@ pub fn service(agent: &Rc<Agent>, request: ServiceMessage, out: &mpsc::Sender<Fr
                     .start(&agent, spec)
                     .await
                     .map(|service| vec![service_frame(ServiceMessage::Status { id, service })])
+                    .map_err(Refusal::from)
             }
             ServiceMessage::Stop { id, name, grace_ms } => match agent.services.get(&name) {
                 Ok(service) => {
                     let service = service.stop(Duration::from_millis(grace_ms)).await;
                     Ok(vec![service_frame(ServiceMessage::Status { id, service })])
                 }
-                Err(message) => Err(message),
+                Err(message) => Err(Refusal::unknown(message)),
             },
-            ServiceMessage::Query { id, name } => agent.services.get(&name).map(|service| {
-                vec![service_frame(ServiceMessage::Status {
-                    id,
-                    service: service.info(),
-                })]
-            }),
+            ServiceMessage::Query { id, name } => agent
+                .services
+                .get(&name)
+                .map(|service| {
+                    vec![service_frame(ServiceMessage::Status {
+                        id,
+                        service: service.info(),
+                    })]
+                })
+                .map_err(Refusal::unknown),
             ServiceMessage::ListAll { id } => Ok(vec![service_frame(ServiceMessage::List {
                 id,
                 services: agent.services.list(),
@@ -264,11 +288,11 @@ pub fn service(agent: &Rc<Agent>, request: ServiceMessage, out: &mpsc::Sender<Fr
                         },
                     ])
                 }
-                Err(message) => Err(message),
+                Err(message) => Err(Refusal::unknown(message)),
             },
             ServiceMessage::Status { .. }
             | ServiceMessage::List { .. }
-            | ServiceMessage::Log { .. } => Err("not a request".to_owned()),
+            | ServiceMessage::Log { .. } => Err(Refusal::from("not a request".to_owned())),
         };
         send_all(&out, id, answer).await;
     });
@@ -290,12 +314,38 @@ fn done(id: u64) -> Vec<Frame> {
     vec![Frame::Message(Message::Done { id })]
 }
 
-async fn send_all(out: &mpsc::Sender<Frame>, id: u64, answer: Result<Vec<Frame>, String>) {
-    let frames = answer.unwrap_or_else(|message| {
-        vec![Frame::Message(Message::Failed {
-            id,
+/// Why a request was refused: a code the client can act on, and a line for people.
+struct Refusal {
+    code: ErrorCode,
+    message: String,
+}
+
+impl Refusal {
+    /// The shell, session or service named does not exist. (The registries' `get` and
+    /// `close` fail for that reason only.)
+    fn unknown(message: String) -> Refusal {
+        Refusal {
+            code: ErrorCode::NotFound,
+            message,
+        }
+    }
+}
+
+impl From<String> for Refusal {
+    fn from(message: String) -> Refusal {
+        Refusal {
             code: ErrorCode::Invalid,
             message,
+        }
+    }
+}
+
+async fn send_all(out: &mpsc::Sender<Frame>, id: u64, answer: Result<Vec<Frame>, Refusal>) {
+    let frames = answer.unwrap_or_else(|refusal| {
+        vec![Frame::Message(Message::Failed {
+            id,
+            code: refusal.code,
+            message: refusal.message,
         })]
     });
     for frame in frames {

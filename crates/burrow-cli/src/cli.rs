@@ -130,12 +130,71 @@ pub enum Command {
     /// A workspace's secrets: given to commands on request, redacted from all output.
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Serve burrow's tools over MCP on stdin and stdout, for the local user.
+    ///
+    /// Workspaces made here are the CLI's, and the other way round.
+    Mcp {
+        /// Which tools to offer: `run` (run_command), `core` (workspaces, files, patches,
+        /// diff) or `full` (also snapshots, shells, sessions, services, secrets).
+        #[arg(long, value_enum, default_value = "core")]
+        profile: ProfileArg,
+    },
+    /// Serve the HTTP API (/v1), MCP over streamable HTTP (/mcp) and /openapi.json.
+    ///
+    /// Every request but /healthz and /openapi.json needs a bearer token made with `burrow
+    /// token create`. Stops cleanly on SIGTERM or SIGINT.
+    Serve(ServeArgs),
+    /// Bearer tokens for `burrow serve`, one tenant each.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// The agent inside a workspace's cell (started by burrow, not by hand).
     #[command(hide = true)]
     Agent(AgentArgs),
     /// Forwards a host port into a workspace's cell (started by `service start --publish`).
     #[command(hide = true)]
     Publish(PublishArgs),
+}
+
+/// `burrow mcp --profile`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ProfileArg {
+    Run,
+    Core,
+    Full,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:7878")]
+    pub listen: std::net::SocketAddr,
+    /// Listen on an address other than loopback (put a TLS proxy in front: tokens travel in
+    /// every request).
+    #[arg(long)]
+    pub allow_non_loopback: bool,
+    /// Most operations running at once; more wait their turn.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_in_flight: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a token for TENANT and print it (it is stored hashed: this is the only time it is
+    /// shown).
+    Create {
+        #[arg(long)]
+        tenant: String,
+        /// Print {"id", "tenant", "token", "created_at"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tokens (ids and tenants, never the tokens themselves).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token: requests carrying it are refused from now on.
+    Revoke { id: String },
 }
 
 /// Secrets given to a command, and redaction rules for its output.
@@ -502,11 +561,15 @@ pub struct PublishArgs {
 pub enum WsCommand {
     /// Create a workspace (stopped; the first exec starts it) and print its id.
     Create(Box<CreateArgs>),
-    /// List workspaces.
+    /// List your workspaces (not those `burrow serve`'s tenants made; see --all).
     List {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Also list the tenants' workspaces, named TENANT~NAME (this is how the CLI refers
+        /// to them).
+        #[arg(long)]
+        all: bool,
     },
     /// Show a workspace.
     Status {

@@ -7,7 +7,7 @@
 /// of it was kept. Hence, for any capture:
 /// complete lines in the head (its newlines) + `lines` + complete lines in the
 /// tail (those not started before it) = [`Captured::total_lines`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Omitted {
     /// Bytes between the head and the tail:
     /// `total_bytes - head.len() - tail.len()`.

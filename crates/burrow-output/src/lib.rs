@@ -32,6 +32,7 @@ mod captured;
 mod limits;
 mod sink;
 mod tail_ring;
+pub mod terminal_text;
 mod text;
 
 pub use capture::Capture;

@@ -31,6 +31,20 @@ pub enum Readiness {
     },
 }
 
+impl Readiness {
+    /// A TCP probe of `HOST:PORT` (an IPv6 host in brackets); `None` if `address` is not one.
+    pub fn tcp(address: &str) -> Option<Readiness> {
+        let (host, port) = address.rsplit_once(':')?;
+        Some(Readiness::Tcp {
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            port: port.parse().ok()?,
+        })
+    }
+}
+
 /// What happens when a service exits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

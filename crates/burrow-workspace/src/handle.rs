@@ -157,6 +157,20 @@ impl Handle {
         crate::secrets::as_env(&crate::secrets::load(&self.dir)?, requests)
     }
 
+    /// Applies a unified diff through the agent, all or nothing, within the policy's write
+    /// limit, and audits it.
+    pub fn apply_patch(
+        &self,
+        client: &mut AgentClient,
+        text: &[u8],
+    ) -> Result<Vec<crate::edit::PatchedFile>> {
+        let limit = self.policy()?.workspace.max_file_write.bytes();
+        let files = crate::edit::apply_patch(client, text, limit)?;
+        let paths: Vec<&str> = files.iter().map(|file| file.path.as_str()).collect();
+        self.audit(&crate::journal::record("patch", paths.join(" ")))?;
+        Ok(files)
+    }
+
     /// Appends to its audit log, with secrets and redacted types taken out of the subject.
     pub fn audit(&self, record: &AuditRecord) -> Result<()> {
         self.audit_with(record, &self.redactor(&[])?)

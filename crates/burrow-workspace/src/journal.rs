@@ -117,6 +117,7 @@ mod tests {
                 chain: Vec::new(),
                 cell: None,
                 lifecycle: Lifecycle::Ready,
+                tenant: None,
             })
             .unwrap();
         let journal = dir.path().join("audit.journal");

@@ -28,6 +28,11 @@ use crate::store::{AuditRecord, CellRecord, Lifecycle, StorageMode, Store, Works
 /// Forces a storage mode (`overlay` or `copy`) instead of probing the host.
 pub const STORAGE_ENV: &str = "BURROW_WORKSPACE_STORAGE";
 
+/// How old a workspace directory without a database row must be before start-up recovery
+/// takes it for the leftover of a killed create (a live create inserts its row within
+/// milliseconds).
+const ORPHAN_AGE: Duration = Duration::from_secs(60);
+
 /// Limits of a seed.
 const SEED_LIMITS: ImportLimits = ImportLimits {
     max_file: 1 << 30,
@@ -54,6 +59,28 @@ pub struct CreateOptions {
     pub secrets: crate::secrets::SecretMap,
     /// Redaction rules for everything printed of it.
     pub redact: Vec<burrow_redact::RuleSpec>,
+    /// The tenant that owns it (`burrow serve`); none for the local user.
+    pub tenant: Option<String>,
+}
+
+/// The name a tenant's workspace is stored under: names are per tenant, and `~`, which no
+/// name may hold, keeps them apart from the local user's.
+pub fn stored_name(tenant: Option<&str>, name: &str) -> String {
+    match tenant {
+        Some(tenant) => format!("{tenant}~{name}"),
+        None => name.to_owned(),
+    }
+}
+
+/// A stored name as its tenant sees it.
+pub fn shown_name(tenant: Option<&str>, stored: &str) -> String {
+    match tenant {
+        Some(tenant) => stored
+            .strip_prefix(&format!("{tenant}~"))
+            .unwrap_or(stored)
+            .to_owned(),
+        None => stored.to_owned(),
+    }
 }
 
 /// A workspace as `ws list` and `ws status` show it.
@@ -128,6 +155,82 @@ impl Workspaces {
         &self.store
     }
 
+    /// Opens the state without the start-up work of [`Workspaces::open`] (recovery, reaping):
+    /// for a long-lived server that did that work once and repeats it on its own schedule.
+    pub fn attach(root: &Path) -> Result<Workspaces> {
+        let state = StateDir::new(root);
+        let store = Store::open(&state.database())?;
+        Ok(Workspaces::with_store(root, store))
+    }
+
+    /// Like [`Workspaces::attach`], with a connection to the state's database the caller
+    /// keeps between uses (opening one reads the schema: a server reuses them).
+    pub fn with_store(root: &Path, store: Store) -> Workspaces {
+        Workspaces {
+            state: StateDir::new(root),
+            store,
+            reaped_at_open: Vec::new(),
+        }
+    }
+
+    /// The database connection, for reuse by [`Workspaces::with_store`].
+    pub fn into_store(self) -> Store {
+        self.store
+    }
+
+    /// Decides, once, whether workspaces here use overlayfs (probing the host, which forks:
+    /// a server calls this before it starts threads).
+    pub fn probe_storage(&self) -> Result<StorageMode> {
+        self.storage_mode()
+    }
+
+    /// Finds a usable workspace of `tenant` (none: the local user's) by name or id; another
+    /// tenant's is not found, exactly like one that does not exist.
+    pub fn get_for(&self, name_or_id: &str, tenant: Option<&str>) -> Result<WorkspaceRecord> {
+        let by_id = self
+            .store
+            .find_workspace(name_or_id)?
+            .filter(|r| r.id == name_or_id);
+        let found = match by_id {
+            Some(record) => Some(record),
+            None => self
+                .store
+                .find_workspace(&stored_name(tenant, name_or_id))?,
+        };
+        match found {
+            Some(record)
+                if record.lifecycle == Lifecycle::Ready && record.tenant.as_deref() == tenant =>
+            {
+                Ok(record)
+            }
+            _ => Err(WorkspaceError::NotFound(name_or_id.to_owned())),
+        }
+    }
+
+    /// The workspaces of `tenant` (none: the local user's), oldest first, named as it names them.
+    pub fn list_for(&self, tenant: Option<&str>) -> Result<Vec<WorkspaceStatus>> {
+        let records = self.store.list_workspaces()?;
+        records
+            .into_iter()
+            .filter(|record| {
+                record.lifecycle == Lifecycle::Ready && record.tenant.as_deref() == tenant
+            })
+            .map(|record| {
+                let mut status = self.status_of(&record)?;
+                status.name = status.name.map(|name| shown_name(tenant, &name));
+                Ok(status)
+            })
+            .collect()
+    }
+
+    /// One workspace's status, named as its tenant names it.
+    pub fn status_for(&self, name_or_id: &str, tenant: Option<&str>) -> Result<WorkspaceStatus> {
+        let record = self.get_for(name_or_id, tenant)?;
+        let mut status = self.status_of(&record)?;
+        status.name = status.name.map(|name| shown_name(tenant, &name));
+        Ok(status)
+    }
+
     /// Finds a usable workspace by name or id.
     pub fn get(&self, name_or_id: &str) -> Result<WorkspaceRecord> {
         match self.store.find_workspace(name_or_id)? {
@@ -138,6 +241,10 @@ impl Workspaces {
 
     /// Creates a workspace (stopped).
     pub fn create(&mut self, options: &CreateOptions) -> Result<WorkspaceRecord> {
+        if let Some(tenant) = &options.tenant {
+            validate_name(tenant)?;
+        }
+        let tenant = options.tenant.as_deref();
         if let Some(name) = &options.name {
             validate_name(name)?;
             if looks_like_id(name) {
@@ -145,7 +252,11 @@ impl Workspaces {
                     "`{name}` looks like a workspace id; pick a name that does not"
                 )));
             }
-            if self.store.find_workspace(name)?.is_some() {
+            if self
+                .store
+                .find_workspace(&stored_name(tenant, name))?
+                .is_some()
+            {
                 return Err(WorkspaceError::NameTaken(name.clone()));
             }
         }
@@ -180,7 +291,10 @@ impl Workspaces {
         let now = journal::now_ms() / 1000;
         let record = WorkspaceRecord {
             id: new_id(),
-            name: options.name.clone(),
+            name: options
+                .name
+                .as_deref()
+                .map(|name| stored_name(tenant, name)),
             created_at: now,
             policy: policy_text,
             mode,
@@ -193,6 +307,7 @@ impl Workspaces {
             chain: Vec::new(),
             cell: None,
             lifecycle: Lifecycle::Creating,
+            tenant: options.tenant.clone(),
         };
         let dir = self.state.workspace(&record.id);
         create_private_dir(dir.root())?;
@@ -206,7 +321,7 @@ impl Workspaces {
                     Some(name),
                     WorkspaceError::Database(rusqlite::Error::SqliteFailure(failure, _)),
                 ) if failure.code == rusqlite::ErrorCode::ConstraintViolation => {
-                    WorkspaceError::NameTaken(name.clone())
+                    WorkspaceError::NameTaken(shown_name(tenant, name))
                 }
                 (_, error) => error,
             });
@@ -608,27 +723,43 @@ impl Workspaces {
             let dir = self.state.workspace(&record.id);
             match record.lifecycle {
                 Lifecycle::Creating | Lifecycle::Deleting => {
-                    if let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? {
-                        if let Some(cell) = &record.cell {
-                            cell::stop(&dir, cell);
-                        }
-                        self.discard(record);
+                    let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? else {
+                        continue; // its create or delete is running
+                    };
+                    // Read again under the lock: a create that finished after `records` was
+                    // read has made the workspace ready, and it must not be discarded.
+                    let Some(current) = self.row(&record.id)? else {
+                        continue;
+                    };
+                    if current.lifecycle == Lifecycle::Ready {
+                        continue;
                     }
+                    if let Some(cell) = &current.cell {
+                        cell::stop(&dir, cell);
+                    }
+                    self.discard(&current);
                 }
                 Lifecycle::Ready => self.recover_ready(&dir, record)?,
             }
         }
-        // Directories without a row: a create killed before it inserted one.
+        // Directories without a row: a create killed before it inserted one. Other processes
+        // create workspaces meanwhile (a server, other CLI calls): a directory made after
+        // `records` was read, or one whose create has not yet taken its lock, is not an
+        // orphan. So only old directories are looked at, and the row is checked again under
+        // the lock.
         let known: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
         if let Ok(entries) = std::fs::read_dir(self.state.workspaces()) {
             for entry in entries.flatten() {
                 let name = entry.file_name();
                 let Some(id) = name.to_str() else { continue };
-                if known.contains(&id) {
+                if known.contains(&id) || !older_than(&entry.path(), ORPHAN_AGE) {
                     continue;
                 }
                 let dir = self.state.workspace(id);
-                if WorkspaceLock::try_acquire(&dir.lock())?.is_some() {
+                let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? else {
+                    continue;
+                };
+                if self.row(id)?.is_none() {
                     let aside = self.state.trash().join(format!("{id}-{}", new_id()));
                     if std::fs::rename(dir.root(), &aside).is_ok() {
                         let _ = crate::tree::remove_tree(&aside);
@@ -648,6 +779,14 @@ impl Workspaces {
         Ok(())
     }
 
+    /// The row of the workspace with id `id`, as it is now.
+    fn row(&self, id: &str) -> Result<Option<WorkspaceRecord>> {
+        Ok(self
+            .store
+            .find_workspace(id)?
+            .filter(|record| record.id == id))
+    }
+
     fn recover_ready(&mut self, dir: &WorkspaceDir, record: &WorkspaceRecord) -> Result<()> {
         let dead_cell = record.cell.as_ref().filter(|cell| !cell::is_alive(cell));
         let snapshots = self.store.snapshots(&record.id)?;
@@ -660,6 +799,15 @@ impl Workspaces {
         let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? else {
             return Ok(());
         };
+        // Read again under the lock: another process may have changed it since (started a
+        // new cell, finished a snapshot, deleted it).
+        let Some(record) = self.row(&record.id)? else {
+            return Ok(());
+        };
+        let record = &record;
+        let dead_cell = record.cell.as_ref().filter(|cell| !cell::is_alive(cell));
+        let snapshots = self.store.snapshots(&record.id)?;
+        let unfinished: Vec<_> = snapshots.iter().filter(|s| !s.complete).collect();
         if let Some(cell) = dead_cell {
             cell::clean_up(dir, cell);
             self.store.set_cell(&record.id, None)?;
@@ -773,4 +921,12 @@ impl CellRecord {
     pub fn is_alive(&self) -> bool {
         cell::is_alive(self)
     }
+}
+
+/// Whether `path` was last modified more than `age` ago (an unreadable time counts as old).
+fn older_than(path: &Path, age: Duration) -> bool {
+    std::fs::symlink_metadata(path)
+        .and_then(|metadata| metadata.modified())
+        .map(|modified| modified.elapsed().is_ok_and(|elapsed| elapsed > age))
+        .unwrap_or(true)
 }

@@ -106,6 +106,21 @@ pub struct WorkspaceRecord {
     pub cell: Option<CellRecord>,
     /// Where it is in its life.
     pub lifecycle: Lifecycle,
+    /// The tenant that owns it (`burrow serve`); none for the local user's.
+    pub tenant: Option<String>,
+}
+
+/// An API token: its hash only; the token itself is shown once, when made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// Its id (for `token revoke`).
+    pub id: String,
+    /// The tenant it acts for.
+    pub tenant: String,
+    /// When it was made (Unix seconds).
+    pub created_at: i64,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<i64>,
 }
 
 /// A snapshot: a frozen layer.
@@ -185,8 +200,21 @@ CREATE TABLE IF NOT EXISTS audit (
 CREATE INDEX IF NOT EXISTS audit_by_workspace ON audit (workspace_id, seq);
 ";
 
+/// Schema changes since the first version, in order: entry N takes the database from version
+/// N + 1 to N + 2.
+const MIGRATIONS: [&str; 1] = ["
+ALTER TABLE workspaces ADD COLUMN tenant TEXT;
+CREATE TABLE IF NOT EXISTS tokens (
+    id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    hash TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+);
+"];
+
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 1 + MIGRATIONS.len() as i64;
 
 impl Store {
     /// Opens (creating) the database.
@@ -200,8 +228,16 @@ impl Store {
         )?;
         let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
         if version < SCHEMA_VERSION {
-            connection.execute_batch(SCHEMA)?;
-            connection.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+            // One transaction: a burrow killed half-way leaves the old version, whole.
+            let mut script = String::from("BEGIN IMMEDIATE;");
+            if version < 1 {
+                script.push_str(SCHEMA);
+            }
+            for migration in MIGRATIONS.iter().skip((version.max(1) - 1) as usize) {
+                script.push_str(migration);
+            }
+            script.push_str(&format!("PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"));
+            connection.execute_batch(&script)?;
         }
         Ok(Store { connection })
     }
@@ -209,8 +245,8 @@ impl Store {
     /// Inserts a workspace.
     pub fn insert_workspace(&self, record: &WorkspaceRecord) -> Result<()> {
         self.connection.execute(
-            "INSERT INTO workspaces (id, name, created_at, policy, mode, expires_at, labels, chain, cell, lifecycle)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO workspaces (id, name, created_at, policy, mode, expires_at, labels, chain, cell, lifecycle, tenant)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 record.id,
                 record.name,
@@ -222,6 +258,7 @@ impl Store {
                 to_json(&record.chain),
                 record.cell.as_ref().map(to_json),
                 record.lifecycle.as_str(),
+                record.tenant,
             ],
         )?;
         Ok(())
@@ -232,7 +269,7 @@ impl Store {
         Ok(self
             .connection
             .query_row(
-                "SELECT id, name, created_at, policy, mode, expires_at, labels, chain, cell, lifecycle
+                "SELECT id, name, created_at, policy, mode, expires_at, labels, chain, cell, lifecycle, tenant
                  FROM workspaces WHERE id = ?1 OR name = ?1 LIMIT 1",
                 [name_or_id],
                 workspace_from_row,
@@ -243,7 +280,7 @@ impl Store {
     /// All workspaces, oldest first.
     pub fn list_workspaces(&self) -> Result<Vec<WorkspaceRecord>> {
         let mut statement = self.connection.prepare(
-            "SELECT id, name, created_at, policy, mode, expires_at, labels, chain, cell, lifecycle
+            "SELECT id, name, created_at, policy, mode, expires_at, labels, chain, cell, lifecycle, tenant
              FROM workspaces ORDER BY created_at, id",
         )?;
         let rows = statement.query_map([], workspace_from_row)?;
@@ -392,6 +429,56 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Records a token's hash.
+    pub fn insert_token(&self, token: &TokenRecord, hash: &str) -> Result<()> {
+        self.connection.execute(
+            "INSERT INTO tokens (id, tenant, hash, created_at, revoked_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![token.id, token.tenant, hash, token.created_at, token.revoked_at],
+        )?;
+        Ok(())
+    }
+
+    /// The live (not revoked) token with this hash.
+    pub fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>> {
+        Ok(self
+            .connection
+            .query_row(
+                "SELECT id, tenant, created_at, revoked_at FROM tokens WHERE hash = ?1 AND revoked_at IS NULL",
+                [hash],
+                token_from_row,
+            )
+            .optional()?)
+    }
+
+    /// Every token, oldest first.
+    pub fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        let mut statement = self.connection.prepare(
+            "SELECT id, tenant, created_at, revoked_at FROM tokens ORDER BY created_at, id",
+        )?;
+        let rows = statement.query_map([], token_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Revokes a token; false if no live token has this id.
+    pub fn revoke_token(&self, id: &str, at: i64) -> Result<bool> {
+        let changed = self.connection.execute(
+            "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+            params![id, at],
+        )?;
+        Ok(changed > 0)
+    }
+}
+
+fn token_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRecord> {
+    Ok(TokenRecord {
+        id: row.get(0)?,
+        tenant: row.get(1)?,
+        created_at: row.get(2)?,
+        revoked_at: row.get(3)?,
+    })
+}
+
 fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
     // Serialising these plain records cannot fail; an empty object is a safe fallback.
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
@@ -417,6 +504,7 @@ fn workspace_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<WorkspaceReco
         chain: from_json(row.get(7)?),
         cell: cell.and_then(|text| serde_json::from_str(&text).ok()),
         lifecycle: Lifecycle::parse(&lifecycle),
+        tenant: row.get(10)?,
     })
 }
 
@@ -436,6 +524,7 @@ mod tests {
             chain: Vec::new(),
             cell: None,
             lifecycle: Lifecycle::Ready,
+            tenant: None,
         }
     }
 
@@ -464,6 +553,49 @@ mod tests {
             store.find_workspace("one").unwrap().unwrap().cell,
             Some(cell)
         );
+    }
+
+    #[test]
+    fn a_first_version_database_is_migrated_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(SCHEMA).unwrap();
+            old.execute_batch("PRAGMA user_version = 1").unwrap();
+            old.execute(
+                "INSERT INTO workspaces (id, name, created_at, policy, mode, labels, chain, lifecycle)
+                 VALUES ('aaaaaaaaaaaa', 'old', 1, '', 'overlay', '{}', '[]', 'ready')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let found = store.find_workspace("old").unwrap().unwrap();
+        assert_eq!(found.tenant, None);
+        assert!(store.tokens().unwrap().is_empty());
+        drop(store);
+        // Opening again changes nothing.
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.list_workspaces().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn tokens_are_found_by_hash_until_revoked() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).unwrap();
+        let token = TokenRecord {
+            id: "t1".into(),
+            tenant: "acme".into(),
+            created_at: 5,
+            revoked_at: None,
+        };
+        store.insert_token(&token, "hash-1").unwrap();
+        assert_eq!(store.token_by_hash("hash-1").unwrap(), Some(token));
+        assert!(store.revoke_token("t1", 9).unwrap());
+        assert!(!store.revoke_token("t1", 10).unwrap());
+        assert_eq!(store.token_by_hash("hash-1").unwrap(), None);
+        assert_eq!(store.tokens().unwrap()[0].revoked_at, Some(9));
     }
 
     #[test]

@@ -38,6 +38,7 @@ fn create(workspaces: &mut Workspaces, name: &str) -> String {
         labels: BTreeMap::new(),
         secrets: BTreeMap::new(),
         redact: Vec::new(),
+        tenant: None,
     };
     workspaces.create(&options).unwrap().id
 }
@@ -96,6 +97,10 @@ fn an_interrupted_create_and_an_orphaned_directory_are_removed() {
         .unwrap();
     let orphan = root.path().join("workspaces/bbbbbbbbbbbb");
     std::fs::create_dir_all(orphan.join("upper")).unwrap();
+    age(&orphan);
+    // A directory just made is another process's create that has not inserted its row yet.
+    let young = root.path().join("workspaces/cccccccccccc");
+    std::fs::create_dir_all(young.join("upper")).unwrap();
     drop(workspaces);
 
     let workspaces = Workspaces::open(root.path()).unwrap();
@@ -103,6 +108,10 @@ fn an_interrupted_create_and_an_orphaned_directory_are_removed() {
     assert!(!root.path().join("workspaces").join(&id).exists());
     assert!(!root.path().join("names/half").exists());
     assert!(!orphan.exists());
+    assert!(
+        young.exists(),
+        "a create in progress elsewhere was taken for an orphan"
+    );
     assert_eq!(
         std::fs::read_dir(root.path().join("trash"))
             .unwrap()
@@ -171,4 +180,13 @@ fn a_stale_name_link_is_removed() {
     std::os::unix::fs::symlink(Path::new("../workspaces/cccccccccccc"), &link).unwrap();
     drop(Workspaces::open(root.path()).unwrap());
     assert!(std::fs::symlink_metadata(&link).is_err());
+}
+
+/// Makes `dir` look as if it was last changed ten minutes ago.
+fn age(dir: &std::path::Path) {
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    std::fs::File::open(dir)
+        .unwrap()
+        .set_modified(then)
+        .unwrap();
 }

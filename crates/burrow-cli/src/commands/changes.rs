@@ -34,16 +34,7 @@ pub fn patch(workspace: &str, file: Option<&Path>, json: bool) -> ExitCode {
             anyhow::bail!("the patch is larger than {MAX_PATCH} bytes");
         }
         let (handle, mut client) = reach(workspace)?;
-        let limit = handle.policy()?.workspace.max_file_write.bytes();
-        let files = burrow_workspace::edit::apply_patch(&mut client, &text, limit)?;
-        handle.audit(&journal::record(
-            "patch",
-            files
-                .iter()
-                .map(|f| f.path.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-        ))?;
+        let files = handle.apply_patch(&mut client, &text)?;
         if json {
             print_json(&serde_json::json!({ "files": files }));
         } else {

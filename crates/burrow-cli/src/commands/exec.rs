@@ -46,7 +46,7 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
     let signals = forwarder.as_ref().map(|f| f as &dyn SignalSource);
     let filesystem = workspace_filesystem(&policy);
     if args.json {
-        let mut sink = CaptureSink::new(super::run::capture_limits(&policy));
+        let mut sink = CaptureSink::new(burrow_workspace::pages::capture_limits(&policy));
         let report = match handle.exec(&mut client, &request, &mut sink, signals, &redactor) {
             Ok(report) => report,
             Err(error) => return burrow_failed(true, &error.into()),

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use burrow_proto::{Entry, EntryKind};
-use burrow_workspace::journal;
+use burrow_workspace::{journal, pages};
 
 use crate::cli::FileCommand;
 use crate::commands::exec::reach;
@@ -100,56 +100,17 @@ fn read(
     redact: &[burrow_redact::RuleSpec],
 ) -> anyhow::Result<()> {
     let (handle, mut client) = reach(workspace)?;
-    let redactor = handle.redactor(redact)?;
-    // Redaction looks behind the offset, so that a secret the page starts inside of is still
-    // recognised (and shown as its replacement, not as its second half).
-    let look_behind = if redactor.is_empty() {
-        0
-    } else {
-        redactor.hold_back() as u64
-    };
-    let window_start = offset.saturating_sub(look_behind);
-    let end = offset.saturating_add(max_bytes);
-    let (raw, size) = read_range(&mut client, path, window_start, end)?;
-    let complete = end >= size;
-    let (shown, next) = if redactor.is_empty() {
-        let from = (offset - window_start) as usize;
-        (
-            raw.get(from..).unwrap_or_default().to_vec(),
-            window_start + raw.len() as u64,
-        )
-    } else {
-        redactor.redact_window(&raw, window_start, offset, complete)
-    };
+    let page = pages::read_file(&handle, &mut client, path, offset, max_bytes, redact)?;
     let mut out = std::io::stdout().lock();
-    out.write_all(&shown)?;
+    out.write_all(&page.bytes)?;
     out.flush()?;
-    if next < size {
-        eprintln!("burrow: showed bytes {offset}..{next} of {size}; continue with --offset {next}");
+    if page.next_offset < page.size {
+        eprintln!(
+            "burrow: showed bytes {offset}..{} of {}; continue with --offset {}",
+            page.next_offset, page.size, page.next_offset
+        );
     }
     Ok(())
-}
-
-/// The bytes of `path` in `[start, end)` (fewer at its end), and the file's size.
-fn read_range(
-    client: &mut burrow_workspace::client::AgentClient,
-    path: &str,
-    start: u64,
-    end: u64,
-) -> anyhow::Result<(Vec<u8>, u64)> {
-    let mut bytes = Vec::new();
-    let mut position = start;
-    let mut size = client.read_file(path, start, 0)?.size;
-    while position < end.min(size) {
-        let chunk = client.read_file(path, position, end - position)?;
-        size = chunk.size;
-        if chunk.bytes.is_empty() {
-            break;
-        }
-        position += chunk.bytes.len() as u64;
-        bytes.extend(chunk.bytes);
-    }
-    Ok((bytes, size))
 }
 
 fn write(

@@ -9,6 +9,7 @@ mod policy;
 mod publish;
 mod run;
 mod secrets;
+mod serve;
 mod services;
 mod sessions;
 mod shells;
@@ -74,6 +75,9 @@ pub fn run_main() -> ExitCode {
         Command::Snapshot(command) => changes::snapshot(&command),
         Command::Audit { workspace, json } => changes::audit(&workspace, json),
         Command::Agent(args) => agent::agent(&args),
+        Command::Mcp { profile } => serve::mcp(profile),
+        Command::Serve(args) => serve::serve(&args),
+        Command::Token(command) => serve::token(&command),
         Command::Shell(command) => shells::shell(command),
         Command::Session(command) => sessions::session(command),
         Command::Service(command) => services::service(command),

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use burrow_output::{CaptureLimits, CaptureSink};
+use burrow_output::CaptureSink;
 use burrow_policy::Policy;
 use burrow_sandbox::{Cell, CellSpec, Stdin, WaitOptions};
 
@@ -46,7 +46,7 @@ fn execute(args: &RunArgs, policy: &Policy, spec: &CellSpec) -> ExitCode {
         filesystem: &spec.filesystem,
     };
     if args.json {
-        let mut sink = CaptureSink::new(capture_limits(policy));
+        let mut sink = CaptureSink::new(burrow_workspace::pages::capture_limits(policy));
         let outcome = match cell.wait(&mut sink, &options) {
             Ok(outcome) => outcome,
             Err(error) => return burrow_failed(true, &error.into()),
@@ -63,16 +63,5 @@ fn execute(args: &RunArgs, policy: &Policy, spec: &CellSpec) -> ExitCode {
         let stderr = sink.finish().to_string_lossy();
         explain(&setting, &outcome, &stderr);
         exit::code(outcome.exit_code())
-    }
-}
-
-/// The policy's output caps for `--json`.
-pub fn capture_limits(policy: &Policy) -> CaptureLimits {
-    CaptureLimits {
-        max_bytes: usize::try_from(policy.output.max_bytes.bytes()).unwrap_or(usize::MAX),
-        max_lines: policy
-            .output
-            .max_lines
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
     }
 }

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use burrow_proto::service::{Readiness, RestartPolicy, ServiceInfo, ServiceState};
 use burrow_workspace::client::interactive::ServiceStart;
 use burrow_workspace::handle::workspace_cwd;
-use burrow_workspace::journal;
+use burrow_workspace::{journal, pages};
 
 use crate::cli::{RestartArg, ServiceCommand, ServiceStartArgs};
 use crate::commands::exec::reach;
@@ -68,19 +68,9 @@ fn readiness(args: &ServiceStartArgs) -> anyhow::Result<Option<Readiness>> {
         return Ok(Some(Readiness::File { path: path.clone() }));
     }
     if let Some(address) = &args.ready_tcp {
-        let (host, port) = address
-            .rsplit_once(':')
-            .and_then(|(host, port)| {
-                Some((
-                    host.trim_start_matches('[').trim_end_matches(']'),
-                    port.parse().ok()?,
-                ))
-            })
-            .with_context(|| format!("--ready-tcp {address}: give HOST:PORT"))?;
-        return Ok(Some(Readiness::Tcp {
-            host: host.to_owned(),
-            port,
-        }));
+        return Readiness::tcp(address)
+            .map(Some)
+            .with_context(|| format!("--ready-tcp {address}: give HOST:PORT"));
     }
     if let Some(url) = &args.ready_http {
         if !url.starts_with("http://") {
@@ -150,9 +140,9 @@ fn start(args: &ServiceStartArgs) -> anyhow::Result<ExitCode> {
     }
     // Why it failed is usually in its last lines.
     let redactor = handle.redactor(&[])?;
-    let log = read_log(&mut client, &args.name)?;
+    let log = pages::service_log(&mut client, &args.name)?;
     let redacted = redactor.redact_all(&log);
-    let tail = last_lines(&redacted, 20);
+    let tail = pages::last_lines(&redacted, 20);
     if !args.json && !tail.is_empty() {
         eprintln!("burrow: the last lines of its log:");
         let _ = std::io::stderr().write_all(tail);
@@ -201,36 +191,6 @@ fn list(workspace: &str, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Everything the agent keeps of a service's log.
-fn read_log(
-    client: &mut burrow_workspace::client::AgentClient,
-    name: &str,
-) -> anyhow::Result<Vec<u8>> {
-    let mut log = Vec::new();
-    let mut cursor = 0;
-    loop {
-        let chunk = client.service_logs(name, cursor, LOG_CHUNK, Duration::ZERO)?;
-        cursor = chunk.start + chunk.bytes.len() as u64;
-        log.extend(chunk.bytes);
-        if cursor >= chunk.end {
-            return Ok(log);
-        }
-    }
-}
-
-/// The last `count` lines of `text`.
-fn last_lines(text: &[u8], count: usize) -> &[u8] {
-    let body = text.strip_suffix(b"\n").unwrap_or(text);
-    let start = body
-        .iter()
-        .enumerate()
-        .rev()
-        .filter(|(_, b)| **b == b'\n')
-        .nth(count.saturating_sub(1))
-        .map_or(0, |(at, _)| at + 1);
-    &text[start..]
-}
-
 fn logs(
     workspace: &str,
     name: &str,
@@ -240,13 +200,13 @@ fn logs(
 ) -> anyhow::Result<()> {
     let (handle, mut client) = reach(workspace)?;
     let redactor = handle.redactor(redact)?;
-    let log = read_log(&mut client, name)?;
+    let log = pages::service_log(&mut client, name)?;
     let mut cursor = client.service_logs(name, 0, 0, Duration::ZERO)?.end;
     let mut out = std::io::stdout().lock();
     let mut stream = redactor.stream();
     let shown = stream.push(&log);
     out.write_all(match tail {
-        Some(count) => last_lines(&shown, count),
+        Some(count) => pages::last_lines(&shown, count),
         None => &shown,
     })?;
     out.flush()?;
@@ -264,18 +224,5 @@ fn logs(
             out.write_all(&stream.finish())?;
             return Ok(());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::last_lines;
-
-    #[test]
-    fn the_last_lines_are_kept() {
-        assert_eq!(last_lines(b"a\nb\nc\n", 2), b"b\nc\n");
-        assert_eq!(last_lines(b"a\nb\nc", 2), b"b\nc");
-        assert_eq!(last_lines(b"a\n", 5), b"a\n");
-        assert_eq!(last_lines(b"", 5), b"");
     }
 }

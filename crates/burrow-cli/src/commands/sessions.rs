@@ -6,13 +6,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use burrow_output::{Capture, CaptureLimits, Omitted, Stream};
-use burrow_redact::{RedactStream, Redactor};
+use burrow_output::Stream;
 use burrow_workspace::client::AgentClient;
-use burrow_workspace::client::interactive::SessionEnd;
 use burrow_workspace::handle::{Handle, workspace_cwd};
 use burrow_workspace::journal;
-use serde::{Deserialize, Serialize};
+use burrow_workspace::pages;
+use serde::Deserialize;
 
 use crate::cli::{SessionCommand, SessionOpenArgs};
 use crate::commands::exec::reach;
@@ -106,166 +105,6 @@ fn list(workspace: &str, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One command's result, as `--json` and `session serve` print it.
-#[derive(Debug, Serialize)]
-pub struct CommandResult {
-    /// The request's id (`session serve`), echoed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<serde_json::Value>,
-    /// `$?`; 124 after a timeout.
-    pub exit_code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-    /// stdout and stderr chunks in the order they were read.
-    pub output: Vec<Chunk>,
-    pub truncated: Truncated,
-    pub timed_out: bool,
-    /// Set when the session's shell ended (`exit`, or killed).
-    pub ended: Option<burrow_proto::shell::ExitStatus>,
-    /// Whether the shell had to be replaced after a timeout (its variables are gone).
-    pub restarted: bool,
-    pub duration_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// A piece of output.
-#[derive(Debug, Serialize)]
-pub struct Chunk {
-    pub stream: &'static str,
-    pub text: String,
-}
-
-/// What the caps left out.
-#[derive(Debug, Serialize)]
-pub struct Truncated {
-    pub stdout: Option<Omitted>,
-    pub stderr: Option<Omitted>,
-    /// Whether `output` stops before the end.
-    pub output: bool,
-}
-
-/// Collects a command's output, redacted, capped like `burrow run --json`.
-struct Collector {
-    out_redact: RedactStream,
-    err_redact: RedactStream,
-    kept: Kept,
-}
-
-/// What is kept of the redacted output.
-struct Kept {
-    stdout: Capture,
-    stderr: Capture,
-    ordered: Vec<Chunk>,
-    ordered_bytes: usize,
-    ordered_budget: usize,
-    ordered_cut: bool,
-}
-
-impl Collector {
-    fn new(redactor: &Redactor, limits: CaptureLimits) -> Collector {
-        Collector {
-            out_redact: redactor.stream(),
-            err_redact: redactor.stream(),
-            kept: Kept {
-                stdout: Capture::new(limits),
-                stderr: Capture::new(limits),
-                ordered: Vec::new(),
-                ordered_bytes: 0,
-                ordered_budget: limits.max_bytes.saturating_mul(2),
-                ordered_cut: false,
-            },
-        }
-    }
-
-    fn push(&mut self, stream: Stream, bytes: &[u8]) {
-        let shown = match stream {
-            Stream::Stdout => self.out_redact.push(bytes),
-            Stream::Stderr => self.err_redact.push(bytes),
-        };
-        self.kept.keep(stream, &shown);
-    }
-
-    fn finish(self, end: &SessionEnd, duration: Duration) -> CommandResult {
-        let Collector {
-            out_redact,
-            err_redact,
-            mut kept,
-        } = self;
-        kept.keep(Stream::Stdout, &out_redact.finish());
-        kept.keep(Stream::Stderr, &err_redact.finish());
-        let stdout = kept.stdout.finish();
-        let stderr = kept.stderr.finish();
-        CommandResult {
-            id: None,
-            exit_code: if end.timed_out {
-                Some(124)
-            } else {
-                end.exit_code
-            },
-            stdout: stdout.to_string_lossy(),
-            stderr: stderr.to_string_lossy(),
-            output: kept.ordered,
-            truncated: Truncated {
-                stdout: stdout.omitted,
-                stderr: stderr.omitted,
-                output: kept.ordered_cut,
-            },
-            timed_out: end.timed_out,
-            ended: end.ended,
-            restarted: end.restarted,
-            duration_ms: duration.as_millis() as u64,
-            error: None,
-        }
-    }
-}
-
-impl Kept {
-    fn keep(&mut self, stream: Stream, shown: &[u8]) {
-        if shown.is_empty() {
-            return;
-        }
-        let (capture, name) = match stream {
-            Stream::Stdout => (&mut self.stdout, "stdout"),
-            Stream::Stderr => (&mut self.stderr, "stderr"),
-        };
-        capture.push(shown);
-        if self.ordered_bytes + shown.len() > self.ordered_budget {
-            self.ordered_cut = true;
-            return;
-        }
-        self.ordered_bytes += shown.len();
-        let text = String::from_utf8_lossy(shown).into_owned();
-        match self.ordered.last_mut() {
-            Some(last) if last.stream == name => last.text.push_str(&text),
-            _ => self.ordered.push(Chunk { stream: name, text }),
-        }
-    }
-}
-
-/// Runs one command line and collects its result.
-fn run_one(
-    handle: &Handle,
-    client: &mut AgentClient,
-    session: &str,
-    command: &str,
-    timeout: Option<Duration>,
-    redactor: &Redactor,
-    limits: CaptureLimits,
-) -> anyhow::Result<CommandResult> {
-    let started = Instant::now();
-    let mut collector = Collector::new(redactor, limits);
-    let end = client.session_exec(session, command, timeout, &mut |stream, bytes| {
-        collector.push(stream, bytes);
-    })?;
-    let result = collector.finish(&end, started.elapsed());
-    let mut record = journal::record("session.exec", format!("{session}: {command}"));
-    record.exit_code = result.exit_code;
-    record.duration_ms = Some(result.duration_ms);
-    handle.audit_with(&record, redactor)?;
-    Ok(result)
-}
-
 /// The timeout of a session command: the flag's, else the workspace policy's (0: none).
 fn timeout_of(handle: &Handle, seconds: Option<u64>) -> anyhow::Result<Option<Duration>> {
     Ok(match seconds {
@@ -288,8 +127,8 @@ fn exec(
         let redactor = handle.redactor(redact)?;
         let timeout = timeout_of(&handle, timeout)?;
         if json {
-            let limits = super::run::capture_limits(&handle.policy()?);
-            let result = run_one(
+            let limits = pages::capture_limits(&handle.policy()?);
+            let result = pages::run_session_command(
                 &handle,
                 &mut client,
                 session,
@@ -365,7 +204,7 @@ fn serve(args: &SessionOpenArgs) -> anyhow::Result<()> {
     let (handle, mut client) = reach(&args.workspace)?;
     let session = start(&handle, &mut client, args)?;
     let redactor = handle.redactor(&args.redact.redact)?;
-    let limits = super::run::capture_limits(&handle.policy()?);
+    let limits = pages::capture_limits(&handle.policy()?);
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -376,7 +215,7 @@ fn serve(args: &SessionOpenArgs) -> anyhow::Result<()> {
         let answer = match serde_json::from_str::<Request>(&line) {
             Ok(request) => {
                 let timeout = timeout_of(&handle, request.timeout)?;
-                match run_one(
+                match pages::run_session_command(
                     &handle,
                     &mut client,
                     &session,

@@ -7,18 +7,16 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use burrow_workspace::client::AgentClient;
-use burrow_workspace::client::interactive::{ShellChunk, ShellWait};
+use burrow_workspace::client::interactive::ShellWait;
 use burrow_workspace::handle::{Handle, workspace_cwd};
 use burrow_workspace::journal;
+use burrow_workspace::pages::{self, ShellRead};
 
 use crate::cli::{SecretArgs, ShellCommand};
 use crate::commands::exec::reach;
 use crate::commands::workspaces::finish;
 use crate::report::print_json;
 use crate::terminal;
-
-/// The longest a read waits for the shell to go quiet.
-const MAX_WAIT: Duration = Duration::from_secs(60);
 
 /// Ctrl-]: detaches `shell attach`, as in telnet.
 const DETACH: u8 = 0x1d;
@@ -138,100 +136,33 @@ fn read(
     json: bool,
 ) -> anyhow::Result<()> {
     let (handle, mut client) = reach(workspace)?;
-    let redactor = handle.redactor(redact)?;
-    // Redaction looks behind the cursor, so that a secret the read starts inside of is still
-    // recognised and shown as its replacement.
-    let look_behind = if redactor.is_empty() {
-        0
-    } else {
-        redactor.hold_back() as u64
+    let read = ShellRead {
+        cursor,
+        max_chars,
+        wait_idle: wait_idle_ms.map(Duration::from_millis),
+        plain,
     };
-    let wait = ShellWait {
-        idle: wait_idle_ms.map(Duration::from_millis),
-        for_data: false,
-        limit: MAX_WAIT,
-    };
-    let max_bytes = (max_chars as u64)
-        .saturating_mul(4)
-        .saturating_add(look_behind);
-    let chunk = client.shell_read(shell, cursor.saturating_sub(look_behind), max_bytes, wait)?;
-    let view = View::of(&chunk, cursor, max_chars, plain);
-    let (shown, next) = if redactor.is_empty() {
-        (
-            chunk.bytes[view.from..view.to].to_vec(),
-            chunk.start + view.to as u64,
-        )
-    } else {
-        redactor.redact_window(
-            &chunk.bytes[..view.to],
-            chunk.start,
-            view.cursor,
-            view.complete,
-        )
-    };
-    let shown = if plain {
-        terminal::strip_escapes(&shown)
-    } else {
-        shown
-    };
-    let lost = chunk.start.saturating_sub(cursor);
+    let page = pages::read_shell(&handle, &mut client, shell, &read, redact)?;
     if json {
-        print_json(&serde_json::json!({
-            "output": String::from_utf8_lossy(&shown),
-            "cursor": view.cursor,
-            "next_cursor": next,
-            "lost": lost,
-            "end": chunk.end,
-            "exited": chunk.exit,
-        }));
+        print_json(&page);
         return Ok(());
     }
     let mut out = std::io::stdout().lock();
-    out.write_all(&shown)?;
+    out.write_all(&page.output)?;
     out.flush()?;
-    if lost > 0 {
-        eprintln!("burrow: {lost} bytes before this fell out of the shell's buffer");
+    if page.lost > 0 {
+        eprintln!(
+            "burrow: {} bytes before this fell out of the shell's buffer",
+            page.lost
+        );
     }
-    eprintln!("burrow: next cursor {next}");
-    if let Some(exit) = chunk.exit
-        && next >= chunk.end
+    eprintln!("burrow: next cursor {}", page.next_cursor);
+    if let Some(exit) = page.exited
+        && page.next_cursor >= page.end
     {
         eprintln!("burrow: the shell has exited ({})", describe(exit));
     }
     Ok(())
-}
-
-/// Which part of a read chunk to show: from the cursor (or where the buffer starts), at most
-/// `max_chars` characters, never ending inside a character or (with `--plain`) an escape
-/// sequence.
-struct View {
-    cursor: u64,
-    from: usize,
-    to: usize,
-    /// No more output can come after `to`: the shell has exited and this is all of it.
-    complete: bool,
-}
-
-impl View {
-    fn of(chunk: &ShellChunk, cursor: u64, max_chars: usize, plain: bool) -> View {
-        let cursor = cursor.max(chunk.start);
-        let from = ((cursor - chunk.start) as usize).min(chunk.bytes.len());
-        let rest = &chunk.bytes[from..];
-        // A character or (with --plain) an escape sequence cut short by the end of what the
-        // shell has written so far is left for the next read.
-        let mut take = terminal::utf8_prefix(&rest[..terminal::char_prefix(rest, max_chars)]);
-        if plain {
-            take = terminal::complete_prefix(&rest[..take]);
-        }
-        let to = from + take;
-        let complete = chunk.exit.is_some() && chunk.start + to as u64 >= chunk.end;
-        View {
-            cursor,
-            from,
-            to,
-            complete,
-        }
-    }
 }
 
 fn list(workspace: &str, json: bool) -> anyhow::Result<()> {
@@ -371,7 +302,7 @@ fn forward_keys(
         };
         pending.extend_from_slice(typed);
         // Keys go as text: a character split across reads waits for its end.
-        let whole = terminal::utf8_prefix(&pending);
+        let whole = burrow_output::terminal_text::utf8_prefix(&pending);
         if whole > 0 {
             let text = String::from_utf8_lossy(&pending[..whole]).into_owned();
             client.shell_write(shell, &text)?;

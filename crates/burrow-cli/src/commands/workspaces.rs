@@ -30,7 +30,7 @@ pub fn open() -> anyhow::Result<Workspaces> {
 pub fn ws(command: &WsCommand) -> ExitCode {
     let result = match command {
         WsCommand::Create(args) => create(args),
-        WsCommand::List { json } => list(*json),
+        WsCommand::List { json, all } => list(*json, *all),
         WsCommand::Status { workspace, json } => status(workspace, *json),
         WsCommand::Start { workspace } => {
             open().and_then(|mut w| Ok(w.start(workspace).map(drop)?))
@@ -76,6 +76,7 @@ fn create(args: &CreateArgs) -> anyhow::Result<()> {
         labels: args.labels.iter().cloned().collect(),
         secrets,
         redact: args.redact.clone(),
+        tenant: None,
     };
     let mut workspaces = open()?;
     let record = workspaces.create(&options)?;
@@ -87,8 +88,13 @@ fn create(args: &CreateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn list(json: bool) -> anyhow::Result<()> {
-    let all = open()?.list()?;
+fn list(json: bool, with_tenants: bool) -> anyhow::Result<()> {
+    let workspaces = open()?;
+    let all = if with_tenants {
+        workspaces.list()?
+    } else {
+        workspaces.list_for(None)?
+    };
     if json {
         print_json(&all);
         return Ok(());

@@ -94,7 +94,7 @@ fn traversable_by_all(path: &Path) -> bool {
 }
 
 /// The burrow binary, copied where the unprivileged user can execute it.
-fn burrow_binary() -> &'static Path {
+pub fn burrow_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let built = PathBuf::from(env!("CARGO_BIN_EXE_burrow"));

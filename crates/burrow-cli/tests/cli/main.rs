@@ -17,6 +17,8 @@ mod network;
 mod output;
 mod policy;
 mod processes;
+mod python;
+mod serve;
 mod snapshots;
 mod tools;
 mod workspaces;

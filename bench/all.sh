@@ -11,3 +11,5 @@ echo
 "$dir/session.sh"
 echo
 "$dir/mcp.sh"
+echo
+"$dir/netproxy.sh"

@@ -153,6 +153,9 @@ pub enum Command {
     /// Forwards a host port into a workspace's cell (started by `service start --publish`).
     #[command(hide = true)]
     Publish(PublishArgs),
+    /// Serves a workspace cell's network allowlist (started with a cell in `allow` mode).
+    #[command(hide = true)]
+    Netproxy(NetproxyArgs),
 }
 
 /// `burrow mcp --profile`.
@@ -557,6 +560,25 @@ pub struct PublishArgs {
     pub listen_fd: i32,
 }
 
+#[derive(Debug, Args)]
+pub struct NetproxyArgs {
+    /// The workspace's directory (its denials and audit journal are written there).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The cell's init, whose end ends the proxy.
+    #[arg(long)]
+    pub cell_pid: u32,
+    /// Its start time, to tell it from a reused pid.
+    #[arg(long)]
+    pub cell_start: u64,
+    /// The allowlist, as JSON.
+    #[arg(long)]
+    pub rules: String,
+    /// The inherited listening socket (in the cell's network namespace).
+    #[arg(long)]
+    pub listen_fd: i32,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum WsCommand {
     /// Create a workspace (stopped; the first exec starts it) and print its id.
@@ -833,9 +855,21 @@ pub struct PolicyArgs {
     #[arg(long = "protect", value_name = "PATH")]
     pub protect: Vec<PathBuf>,
 
-    /// none: no network at all; loopback: a private loopback only; host: the host's network.
-    #[arg(long, value_enum, value_name = "MODE")]
+    /// none: no network at all; loopback: a private loopback only; allow:HOST[,HOST...]: a
+    /// private loopback, and through burrow's proxy only these hosts (example.com,
+    /// *.example.com, example.com:443); host: the host's network.
+    #[arg(long, value_name = "MODE", value_parser = parse_network)]
     pub network: Option<NetworkArg>,
+
+    /// With --network allow:...: refuse HOST even when an allowed pattern matches
+    /// (repeatable).
+    #[arg(long = "network-deny", value_name = "HOST")]
+    pub network_deny: Vec<burrow_policy::HostPattern>,
+
+    /// With --network allow:...: let allowed names resolve to loopback, private, link-local
+    /// or metadata addresses (refused by default, against DNS rebinding).
+    #[arg(long = "network-allow-private")]
+    pub network_allow_private: bool,
 
     /// Kill the command after SECS seconds (default 30; 0 for no limit).
     #[arg(long, value_name = "SECS")]
@@ -895,19 +929,44 @@ pub struct PolicyArgs {
     pub allow_degraded: bool,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum NetworkArg {
-    None,
-    Loopback,
-    Host,
+/// `--network MODE`: a mode, with its allowlist for `allow:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkArg {
+    pub mode: NetworkMode,
+    pub allow: Vec<burrow_policy::HostPattern>,
 }
 
-impl From<NetworkArg> for NetworkMode {
-    fn from(arg: NetworkArg) -> NetworkMode {
-        match arg {
-            NetworkArg::None => NetworkMode::None,
-            NetworkArg::Loopback => NetworkMode::Loopback,
-            NetworkArg::Host => NetworkMode::Host,
+fn parse_network(text: &str) -> Result<NetworkArg, String> {
+    let plain = |mode| {
+        Ok(NetworkArg {
+            mode,
+            allow: Vec::new(),
+        })
+    };
+    match text {
+        "none" => plain(NetworkMode::None),
+        "loopback" => plain(NetworkMode::Loopback),
+        "host" => plain(NetworkMode::Host),
+        _ => {
+            let Some(hosts) = text.strip_prefix("allow:") else {
+                return Err("expected none, loopback, host or allow:HOST[,HOST...]".to_owned());
+            };
+            let allow = hosts
+                .split(',')
+                .map(str::trim)
+                .filter(|host| !host.is_empty())
+                .map(str::parse)
+                .collect::<Result<Vec<_>, _>>()?;
+            if allow.is_empty() {
+                return Err(
+                    "allow: needs at least one host, e.g. allow:pypi.org,*.pythonhosted.org"
+                        .to_owned(),
+                );
+            }
+            Ok(NetworkArg {
+                mode: NetworkMode::Allow,
+                allow,
+            })
         }
     }
 }

@@ -67,7 +67,8 @@ pub fn hints(context: &HintContext<'_>) -> Vec<String> {
         );
     }
     hints.extend(path_hints(context));
-    if context.network != NetworkMode::Host
+    // In `allow` mode the refused hosts are reported by name (`network_denied`).
+    if !matches!(context.network, NetworkMode::Host | NetworkMode::Allow)
         && NETWORK_ERRORS
             .iter()
             .any(|error| context.stderr.contains(error))
@@ -75,11 +76,7 @@ pub fn hints(context: &HintContext<'_>) -> Vec<String> {
         hints.push(format!(
             "the sandbox has no network access (--network {}); pass --network host if the \
              command needs it",
-            match context.network {
-                NetworkMode::None => "none",
-                NetworkMode::Loopback => "loopback",
-                NetworkMode::Host => "host",
-            }
+            context.network.name()
         ));
     }
     hints

@@ -15,6 +15,7 @@ mod context;
 mod exit;
 mod fast_args;
 mod hints;
+mod network;
 mod policy_args;
 mod report;
 mod sinks;

@@ -32,7 +32,12 @@ impl PolicyArgs {
         fs.hide = self.hide.clone();
         fs.write_cwd = self.no_write_cwd.then_some(false);
         fs.tmp_size = self.tmp_size;
-        file.network.mode = self.network.map(Into::into);
+        if let Some(network) = &self.network {
+            file.network.mode = Some(network.mode);
+            file.network.allow = network.allow.clone();
+        }
+        file.network.deny = self.network_deny.clone();
+        file.network.allow_private = self.network_allow_private.then_some(true);
         let limits = &mut file.limits;
         limits.timeout = self.timeout;
         limits.memory = self.memory;

@@ -26,6 +26,9 @@ pub struct RunReport {
     pub hints: Vec<String>,
     pub degraded: Vec<burrow_sandbox::Degradation>,
     pub limits: burrow_sandbox::LimitEnforcement,
+    /// Connections the network allowlist refused while the command ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network_denied: Vec<burrow_proxy::Denial>,
 }
 
 /// What the output caps left out, per stream (`null` when nothing).
@@ -72,6 +75,7 @@ impl RunReport {
             error: outcome_error(setting.policy, outcome),
             degraded: outcome.degraded.clone(),
             limits: outcome.limits,
+            network_denied: Vec::new(),
         }
     }
 }
@@ -90,6 +94,23 @@ pub fn explain(setting: &Setting<'_>, outcome: &Outcome, stderr: &str) {
     }
     for hint in hints(&hint_context(setting, outcome, stderr)) {
         eprintln!("burrow: hint: {hint}");
+    }
+}
+
+/// One line per refused host (not per attempt: a client retrying would repeat itself).
+pub fn explain_denials(denials: &[burrow_proxy::Denial]) {
+    let mut told: Vec<(&str, u16)> = Vec::new();
+    for denial in denials {
+        if told.contains(&(denial.host.as_str(), denial.port)) {
+            continue;
+        }
+        told.push((&denial.host, denial.port));
+        eprintln!(
+            "burrow: blocked a connection to {}:{}: {}",
+            denial.host,
+            denial.port,
+            exit::one_line(&denial.reason)
+        );
     }
 }
 

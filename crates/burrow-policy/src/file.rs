@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::PolicyError;
 use crate::model::{Backend, NetworkMode};
+use crate::network::HostPattern;
 use crate::size::ByteSize;
 
 /// A whole policy file.
@@ -61,9 +62,20 @@ pub struct FilesystemSection {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NetworkSection {
-    /// `none`, `loopback` or `host`.
+    /// `none`, `loopback`, `allow` or `host`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<NetworkMode>,
+    /// Hosts reachable through burrow's proxy (`allow` mode, which a non-empty list implies):
+    /// `example.com`, `*.example.com`, `example.com:443`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<HostPattern>,
+    /// Exceptions to `allow`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<HostPattern>,
+    /// Whether allowed names may resolve to loopback, private, link-local, multicast or
+    /// metadata addresses (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_private: Option<bool>,
 }
 
 /// `[limits]`
@@ -165,6 +177,9 @@ impl PolicyFile {
         replace(&mut fs.tmp_size, top.filesystem.tmp_size);
 
         replace(&mut self.network.mode, top.network.mode);
+        self.network.allow.extend(top.network.allow);
+        self.network.deny.extend(top.network.deny);
+        replace(&mut self.network.allow_private, top.network.allow_private);
 
         let limits = &mut self.limits;
         replace(&mut limits.timeout, top.limits.timeout);

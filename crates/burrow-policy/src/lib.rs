@@ -25,6 +25,7 @@ mod env;
 mod error;
 mod file;
 mod model;
+mod network;
 mod size;
 
 pub use credentials::{CREDENTIAL_PATHS, DEFAULT_PROTECTED};
@@ -40,6 +41,7 @@ pub use model::{
     Backend, DEFAULT_MAX_OUTPUT, DEFAULT_PIDS, DEFAULT_TIMEOUT, DEFAULT_TMP_SIZE, FilesystemPolicy,
     Limits, NetworkMode, OutputPolicy, PathContext, Policy, ResolvedFilesystem, normalize,
 };
+pub use network::{HostPattern, NetworkRules, PROXY_PORT, PROXY_URL, Refusal, proxy_variables};
 pub use size::{ByteSize, ParseSizeError};
 
 impl Policy {

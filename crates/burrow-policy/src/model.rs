@@ -12,6 +12,7 @@ use crate::file::{
     EnvSection, FilesystemSection, LimitsSection, NetworkSection, OutputSection, PolicyFile,
     SandboxSection, WorkspaceSection,
 };
+use crate::network::NetworkRules;
 use crate::size::ByteSize;
 
 /// Default wall-clock limit of a command.
@@ -45,8 +46,28 @@ pub enum NetworkMode {
     /// Own network namespace with a loopback interface: servers and clients inside the cell can
     /// talk to each other, nothing outside is reachable.
     Loopback,
+    /// Own network namespace with a loopback interface, and burrow's proxy on it as the only
+    /// way out: to the hosts of the allowlist ([`Policy::network_rules`]).
+    Allow,
     /// The host's network.
     Host,
+}
+
+impl NetworkMode {
+    /// Its name in policy files and flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetworkMode::None => "none",
+            NetworkMode::Loopback => "loopback",
+            NetworkMode::Allow => "allow",
+            NetworkMode::Host => "host",
+        }
+    }
+
+    /// Whether the cell has a loopback interface and may use IP sockets on it.
+    pub fn has_loopback(self) -> bool {
+        matches!(self, NetworkMode::Loopback | NetworkMode::Allow)
+    }
 }
 
 /// How commands are run.
@@ -111,6 +132,8 @@ pub struct Policy {
     pub filesystem: FilesystemPolicy,
     /// Network mode.
     pub network: NetworkMode,
+    /// What `allow` mode lets through (empty in the other modes).
+    pub network_rules: NetworkRules,
     /// Resource limits.
     pub limits: Limits,
     /// Environment rules.
@@ -161,6 +184,7 @@ impl Default for Policy {
                 tmp_size: DEFAULT_TMP_SIZE,
             },
             network: NetworkMode::None,
+            network_rules: NetworkRules::default(),
             limits: Limits {
                 timeout: Some(DEFAULT_TIMEOUT),
                 memory: None,
@@ -215,11 +239,7 @@ impl Policy {
             ));
         }
 
-        let network = match (file.network.mode, backend) {
-            (Some(mode), _) => mode,
-            (None, Backend::Host) => NetworkMode::Host,
-            (None, Backend::Sandbox) => defaults.network,
-        };
+        let (network, network_rules) = validate_network(file.network, backend, defaults.network)?;
 
         Ok(Policy {
             filesystem: FilesystemPolicy {
@@ -233,6 +253,7 @@ impl Policy {
                 tmp_size,
             },
             network,
+            network_rules,
             limits: validate_limits(&file.limits, &defaults.limits)?,
             env: validate_env(file.env)?,
             output: OutputPolicy {
@@ -255,6 +276,27 @@ impl Policy {
         })
     }
 
+    /// The command's environment, from the caller's: the `env` rules, and in `allow` mode the
+    /// variables that send HTTP clients to burrow's proxy (set last: a proxy of the caller's
+    /// would not be reachable from the cell anyway).
+    pub fn command_env<I>(&self, caller: I) -> Vec<(std::ffi::OsString, std::ffi::OsString)>
+    where
+        I: IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    {
+        let mut env = self.env.build(caller);
+        if self.network == NetworkMode::Allow {
+            let proxies = crate::network::proxy_variables();
+            env.retain(|(name, _)| !proxies.iter().any(|(proxy, _)| name == proxy));
+            env.extend(
+                proxies
+                    .into_iter()
+                    .map(|(name, value)| (name.into(), value.into())),
+            );
+            env.sort();
+        }
+        env
+    }
+
     /// The policy written out in full, every default made explicit.
     pub fn to_file(&self) -> PolicyFile {
         let fs = &self.filesystem;
@@ -270,6 +312,10 @@ impl Policy {
             },
             network: NetworkSection {
                 mode: Some(self.network),
+                allow: self.network_rules.allow.clone(),
+                deny: self.network_rules.deny.clone(),
+                allow_private: (self.network == NetworkMode::Allow)
+                    .then_some(self.network_rules.allow_private),
             },
             limits: LimitsSection {
                 timeout: Some(limits.timeout.map_or(0, |t| t.as_secs())),
@@ -361,6 +407,54 @@ impl Policy {
     }
 }
 
+/// The network mode and, for `allow`, its rules: an allowlist implies `allow` mode, which
+/// needs one.
+fn validate_network(
+    section: crate::file::NetworkSection,
+    backend: Backend,
+    default: NetworkMode,
+) -> Result<(NetworkMode, NetworkRules), PolicyError> {
+    let listed = !section.allow.is_empty();
+    let mode = match (section.mode, backend) {
+        (Some(mode), _) => mode,
+        (None, _) if listed => NetworkMode::Allow,
+        (None, Backend::Host) => NetworkMode::Host,
+        (None, Backend::Sandbox) => default,
+    };
+    if mode != NetworkMode::Allow {
+        for (key, set) in [
+            ("network.allow", listed),
+            ("network.deny", !section.deny.is_empty()),
+            ("network.allow_private", section.allow_private.is_some()),
+        ] {
+            if set {
+                return Err(PolicyError::conflict(
+                    key,
+                    format!(
+                        "only `allow` mode has an allowlist, and the mode is `{}`",
+                        mode.name()
+                    ),
+                ));
+            }
+        }
+        return Ok((mode, NetworkRules::default()));
+    }
+    if !listed {
+        return Err(PolicyError::invalid(
+            "network.allow",
+            "`allow` mode needs at least one host, e.g. allow = [\"pypi.org\", \"*.pythonhosted.org\"]",
+        ));
+    }
+    Ok((
+        mode,
+        NetworkRules {
+            allow: section.allow,
+            deny: section.deny,
+            allow_private: section.allow_private.unwrap_or(false),
+        },
+    ))
+}
+
 fn refuse_isolation_rules_on_host_backend(file: &PolicyFile) -> Result<(), PolicyError> {
     let why =
         "the host backend does not isolate anything; drop the setting or use the sandbox backend";
@@ -378,6 +472,9 @@ fn refuse_isolation_rules_on_host_backend(file: &PolicyFile) -> Result<(), Polic
         && mode != NetworkMode::Host
     {
         return Err(PolicyError::conflict("network.mode", why));
+    }
+    if !file.network.allow.is_empty() {
+        return Err(PolicyError::conflict("network.allow", why));
     }
     Ok(())
 }
@@ -630,5 +727,51 @@ mod tests {
         let text = toml::to_string(&policy.to_file()).unwrap();
         let again = Policy::from_file(PolicyFile::from_toml(&text, "again").unwrap()).unwrap();
         assert_eq!(policy, again);
+    }
+    #[test]
+    fn an_allowlist_is_its_own_network_mode() {
+        let listed =
+            policy("[network]\nallow = [\"pypi.org\", \"*.pythonhosted.org:443\"]").unwrap();
+        assert_eq!(listed.network, NetworkMode::Allow);
+        assert_eq!(
+            listed.network_rules.allow_text(),
+            "pypi.org, *.pythonhosted.org:443"
+        );
+        assert!(!listed.network_rules.allow_private);
+        let round_trip = Policy::from_file(listed.to_file()).unwrap();
+        assert_eq!(round_trip, listed);
+
+        let error = policy("[network]\nmode = \"allow\"")
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("network.allow: "), "{error}");
+        let error = policy("[network]\nmode = \"loopback\"\nallow = [\"x.org\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("network.allow: "), "{error}");
+        let error = policy("[network]\ndeny = [\"x.org\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("network.deny: "), "{error}");
+        let error = policy("[network]\nallow = [\"not a host\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("network.allow") && error.contains("not a host pattern"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn allow_mode_points_programs_at_the_proxy() {
+        let listed = policy("[network]\nallow = [\"pypi.org\"]").unwrap();
+        let caller = [("HTTPS_PROXY".into(), "http://corp:8080".into())];
+        let env = listed.command_env(caller);
+        let get = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        assert_eq!(get("HTTPS_PROXY"), Some(crate::PROXY_URL.into()));
+        assert_eq!(get("https_proxy"), Some(crate::PROXY_URL.into()));
+        assert_eq!(get("no_proxy"), Some("localhost,127.0.0.1,::1".into()));
+        let none = Policy::default().command_env(Vec::new());
+        assert!(!none.iter().any(|(k, _)| k == "HTTP_PROXY"));
     }
 }

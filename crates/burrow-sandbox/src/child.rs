@@ -58,6 +58,8 @@ pub(crate) struct ChildFds {
     pub(crate) stderr: OwnedFd,
     pub(crate) report: OwnedFd,
     pub(crate) go: OwnedFd,
+    /// In `allow` mode, where the proxy's listening socket is sent to burrow.
+    pub(crate) proxy: Option<OwnedFd>,
 }
 
 /// Runs in the cloned child: sets the cell up, then becomes its init. Never returns.
@@ -111,7 +113,7 @@ fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, Step
     //    step, and nothing needs it until step 11.
     let network = match plan.spec.network {
         NetworkMode::Host => None,
-        NetworkMode::None | NetworkMode::Loopback => {
+        NetworkMode::None | NetworkMode::Loopback | NetworkMode::Allow => {
             Some(crate::netns::NetnsHelper::start().at(Step::Loopback)?)
         }
     };
@@ -180,6 +182,11 @@ fn set_up(plan: &ChildPlan<'_>, fds: &ChildFds) -> Result<rustix::fs::Mode, Step
     if let Some(helper) = network {
         helper.join().at(Step::Loopback)?;
         sys::bring_loopback_up().at(Step::Loopback)?;
+    }
+    // 11b. In `allow` mode, the proxy's port: bound here, before the command exists, so no
+    //      process of the cell can take it; served by burrow on the host side.
+    if let Some(channel) = &fds.proxy {
+        crate::proxy_port::open_and_hand_over(channel.as_fd()).at(Step::ProxyPort)?;
     }
     log_step(plan, "network joined");
 

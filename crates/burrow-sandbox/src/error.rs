@@ -83,6 +83,8 @@ steps! {
     Signals => "set up signal forwarding",
     /// Starting the command.
     Fork => "start the command",
+    /// Opening the network proxy's port on the cell's loopback and handing it to burrow.
+    ProxyPort => "open the network proxy's port in the cell",
 }
 
 impl Step {

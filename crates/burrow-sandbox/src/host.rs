@@ -64,6 +64,7 @@ pub(crate) fn spawn(spec: &CellSpec) -> Result<Cell, SandboxError> {
         degraded,
         limits: enforcement,
         reaped: false,
+        proxy: None,
     };
     if let Some(cgroup) = &cell.cgroup {
         // The child blocks nothing on this, so it may run briefly outside the cgroup; its

@@ -41,6 +41,7 @@ mod mounts;
 mod netns;
 mod outcome;
 pub mod probe;
+mod proxy_port;
 mod report;
 mod rlimit;
 mod seccomp;

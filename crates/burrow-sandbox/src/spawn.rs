@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use std::time::Instant;
 
-use burrow_policy::Backend;
+use burrow_policy::{Backend, NetworkMode};
 use rustix::pipe::PipeFlags;
 
 use crate::cgroup::CellCgroup;
@@ -50,6 +50,8 @@ pub struct Cell {
     pub(crate) degraded: Vec<Degradation>,
     pub(crate) limits: LimitEnforcement,
     pub(crate) reaped: bool,
+    /// In `allow` mode, burrow's end of the channel the init sends the proxy's port on.
+    pub(crate) proxy: Option<OwnedFd>,
 }
 
 impl Cell {
@@ -61,6 +63,17 @@ impl Cell {
             Backend::Sandbox => spawn_cell(spec, None).map(|(cell, _)| cell),
             Backend::Host => crate::host::spawn(spec),
         }
+    }
+
+    /// In `allow` mode, the socket listening on the cell's loopback for burrow's proxy to
+    /// serve (see `proxy_port`); `None` in the other modes, or once taken. Blocks until the
+    /// cell has set up its network; if the set-up failed, `None`, and the cell's report says
+    /// why.
+    pub fn take_proxy_listener(&mut self) -> Result<Option<std::net::TcpListener>, SandboxError> {
+        let Some(channel) = self.proxy.take() else {
+            return Ok(None);
+        };
+        Ok(crate::proxy_port::receive(channel.as_fd())?.map(std::net::TcpListener::from))
     }
 
     /// Sends SIGKILL to everything the command runs as.
@@ -147,6 +160,9 @@ pub struct AgentCell {
     pub limits: LimitEnforcement,
     /// Layers the cell runs without.
     pub degraded: Vec<Degradation>,
+    /// In `allow` mode, the socket on the cell's loopback that a proxy must serve for as long
+    /// as the cell lives (see [`Cell::take_proxy_listener`]).
+    pub proxy_listener: Option<std::net::TcpListener>,
 }
 
 /// How long an agent's cell may take to set itself up.
@@ -213,6 +229,8 @@ impl Cell {
                 Report::Exited { .. } => {}
             }
         }
+        // The port was sent before the agent was exec'd: it is waiting in the channel.
+        let proxy_listener = cell.take_proxy_listener()?;
         // From here on the cell lives on its own: neither killed nor reaped by this process.
         cell.reaped = true;
         let cgroup_dirs = cell
@@ -225,6 +243,7 @@ impl Cell {
             cgroup_dirs,
             limits: cell.limits,
             degraded: std::mem::take(&mut cell.degraded),
+            proxy_listener,
         })
     }
 }
@@ -278,6 +297,14 @@ fn spawn_cell(
     let pipes = Pipes::new()?;
     let (go_read, go_write) =
         rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(SandboxError::errno("create pipes"))?;
+    let proxy = match spec.network {
+        NetworkMode::Allow => Some(crate::proxy_port::channel()?),
+        NetworkMode::None | NetworkMode::Loopback | NetworkMode::Host => None,
+    };
+    let (proxy_parent, proxy_child) = match proxy {
+        Some((parent, child)) => (Some(parent), Some(child)),
+        None => (None, None),
+    };
 
     // No CLONE_NEWNET: the cell's init creates its network namespace in parallel with the rest
     // of its set-up (see netns.rs).
@@ -303,7 +330,7 @@ fn spawn_cell(
                 stderr,
                 report,
             } = pipes;
-            drop((stdout.0, stderr.0, report.0, go_write));
+            drop((stdout.0, stderr.0, report.0, go_write, proxy_parent));
             let plan = ChildPlan {
                 started,
                 spec,
@@ -335,12 +362,13 @@ fn spawn_cell(
                     stderr: stderr.1,
                     report: report.1,
                     go: go_read,
+                    proxy: proxy_child,
                 },
             )
         }
         Forked::Parent { pid, pidfd } => (pid, pidfd),
     };
-    drop(go_read);
+    drop((go_read, proxy_child));
     let Pipes {
         stdout,
         stderr,
@@ -359,6 +387,7 @@ fn spawn_cell(
         degraded,
         limits: enforcement,
         reaped: false,
+        proxy: proxy_parent,
     };
     if let Some(cgroup) = &cell.cgroup
         && let Err(error) = cgroup.add(pid)

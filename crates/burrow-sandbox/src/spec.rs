@@ -76,7 +76,7 @@ impl CellSpec {
     {
         Ok(CellSpec {
             argv,
-            env: policy.env.build(caller_env),
+            env: policy.command_env(caller_env),
             cwd: context.cwd.clone(),
             filesystem: policy.resolve_filesystem(context)?,
             network: policy.network,

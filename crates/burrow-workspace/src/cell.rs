@@ -70,12 +70,21 @@ pub fn start(state: &StateDir, record: &WorkspaceRecord, policy: &Policy) -> Res
         }
     };
     let start_time = start_time(agent.pid).unwrap_or(0);
+    let cell = CellRecord {
+        pid: agent.pid,
+        start_time,
+        cgroup_dirs: agent.cgroup_dirs,
+    };
+    if let Some(listener) = &agent.proxy_listener
+        && let Err(error) = crate::netproxy::spawn(&dir, &policy.network_rules, listener, &cell)
+    {
+        // A cell in `allow` mode without its proxy would have no network at all.
+        stop(&dir, &cell);
+        let _ = std::fs::remove_file(&socket);
+        return Err(error);
+    }
     Ok(Started {
-        cell: CellRecord {
-            pid: agent.pid,
-            start_time,
-            cgroup_dirs: agent.cgroup_dirs,
-        },
+        cell,
         degraded: agent.degraded,
     })
 }

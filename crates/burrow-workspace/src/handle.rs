@@ -132,8 +132,7 @@ impl Handle {
         secret_env: &[String],
     ) -> Result<Vec<(String, String)>> {
         let mut env: Vec<(String, String)> = policy
-            .env
-            .build(caller_env.iter().cloned())
+            .command_env(caller_env.iter().cloned())
             .into_iter()
             .map(|(name, value)| {
                 (
@@ -155,6 +154,12 @@ impl Handle {
             return Ok(Vec::new());
         }
         crate::secrets::as_env(&crate::secrets::load(&self.dir)?, requests)
+    }
+
+    /// The connections its network allowlist refused since `from_ms` (Unix milliseconds).
+    pub fn network_denied_since(&self, from_ms: i64) -> Vec<burrow_proxy::Denial> {
+        let now = crate::journal::now_ms();
+        crate::netproxy::denials_between(&self.dir, from_ms.max(0) as u64, now.max(0) as u64)
     }
 
     /// Applies a unified diff through the agent, all or nothing, within the policy's write
@@ -211,8 +216,7 @@ impl Handle {
         };
         let cwd = workspace_cwd(request.cwd.as_deref())?;
         let mut env: Vec<(String, String)> = policy
-            .env
-            .build(request.caller_env.iter().cloned())
+            .command_env(request.caller_env.iter().cloned())
             .into_iter()
             .map(|(name, value)| {
                 (

@@ -79,6 +79,11 @@ pub struct WorkspaceDir {
 }
 
 impl WorkspaceDir {
+    /// The workspace directory at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> WorkspaceDir {
+        WorkspaceDir { root: root.into() }
+    }
+
     /// The directory itself.
     pub fn root(&self) -> &Path {
         &self.root

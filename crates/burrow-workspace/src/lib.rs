@@ -10,6 +10,7 @@
 pub mod archive;
 pub mod cell;
 pub mod client;
+pub mod detach;
 pub mod diff;
 pub mod edit;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod layout;
 pub mod lock;
 pub mod manager;
 pub mod names;
+pub mod netproxy;
 pub mod pages;
 pub mod redaction;
 pub mod secrets;

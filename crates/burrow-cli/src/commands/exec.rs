@@ -17,7 +17,7 @@ use burrow_workspace::manager::Workspaces;
 use crate::cli::ExecArgs;
 use crate::commands::workspaces::state_root;
 use crate::exit;
-use crate::report::{RunReport, Setting, burrow_failed, explain, print_json};
+use crate::report::{RunReport, Setting, burrow_failed, explain, explain_denials, print_json};
 use crate::sinks::TerminalSink;
 
 pub fn exec(args: &ExecArgs) -> ExitCode {
@@ -45,6 +45,7 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
     let forwarder = SignalForwarder::install().ok();
     let signals = forwarder.as_ref().map(|f| f as &dyn SignalSource);
     let filesystem = workspace_filesystem(&policy);
+    let began_ms = burrow_workspace::journal::now_ms();
     if args.json {
         let mut sink = CaptureSink::new(burrow_workspace::pages::capture_limits(&policy));
         let report = match handle.exec(&mut client, &request, &mut sink, signals, &redactor) {
@@ -58,7 +59,9 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
             policy: &policy,
             filesystem: &filesystem,
         };
-        print_json(&RunReport::new(&setting, &outcome, &stdout, &stderr));
+        let mut json = RunReport::new(&setting, &outcome, &stdout, &stderr);
+        json.network_denied = handle.network_denied_since(began_ms);
+        print_json(&json);
         exit::code(outcome.exit_code())
     } else {
         let mut sink = TerminalSink::new();
@@ -74,6 +77,7 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
             filesystem: &filesystem,
         };
         explain(&setting, &outcome, &stderr);
+        explain_denials(&handle.network_denied_since(began_ms));
         exit::code(outcome.exit_code())
     }
 }

@@ -5,6 +5,7 @@ mod changes;
 mod doctor;
 mod exec;
 mod files;
+mod netproxy;
 mod policy;
 mod publish;
 mod run;
@@ -83,6 +84,7 @@ pub fn run_main() -> ExitCode {
         Command::Service(command) => services::service(command),
         Command::Secret(command) => secrets::secret(&command),
         Command::Publish(args) => publish::publish(&args),
+        Command::Netproxy(args) => netproxy::netproxy(&args),
     }
 }
 

@@ -9,11 +9,10 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -62,34 +61,14 @@ pub fn spawn_forwarder(
         .and_then(std::path::Path::parent)
         .context("the workspace's directory has no state directory above it")?
         .to_path_buf();
-    let listen_fd = listener.as_raw_fd();
     let mut command = std::process::Command::new(std::env::current_exe()?);
     command
         .args(["publish", "--state"])
         .arg(&state)
         .args(["--workspace", workspace_id, "--service", service])
-        .args(["--port", &port.to_string(), "--listen-fd", "3"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: between fork and exec the closure only makes async-signal-safe system calls
-    // (setsid, dup2) on integers.
-    unsafe {
-        command.pre_exec(move || {
-            // Its own session: no terminal's hang-up reaches it when this command returns.
-            // Descriptor 3 without close-on-exec (dup2 onto itself would keep the flag).
-            let placed = if listen_fd == 3 {
-                libc::fcntl(3, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(listen_fd, 3)
-            };
-            if libc::setsid() < 0 || placed < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let child = command.spawn().context("cannot start the port forwarder")?;
+        .args(["--port", &port.to_string(), "--listen-fd", "3"]);
+    let child = burrow_workspace::detach::spawn_with_socket(command, listener.as_fd())
+        .context("cannot start the port forwarder")?;
     let start_time = burrow_workspace::cell::start_time(child.id()).unwrap_or(0);
     std::fs::write(
         pid_file(dir, service, host_port),

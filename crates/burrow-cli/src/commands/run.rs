@@ -10,7 +10,7 @@ use burrow_sandbox::{Cell, CellSpec, Stdin, WaitOptions};
 use crate::cli::RunArgs;
 use crate::context::path_context;
 use crate::exit;
-use crate::report::{RunReport, Setting, burrow_failed, explain, print_json};
+use crate::report::{RunReport, Setting, burrow_failed, explain, explain_denials, print_json};
 use crate::sinks::TerminalSink;
 
 pub fn run(args: &RunArgs) -> ExitCode {
@@ -33,9 +33,14 @@ fn prepare(args: &RunArgs) -> anyhow::Result<(Policy, CellSpec)> {
 }
 
 fn execute(args: &RunArgs, policy: &Policy, spec: &CellSpec) -> ExitCode {
-    let cell = match Cell::spawn(spec) {
+    let mut cell = match Cell::spawn(spec) {
         Ok(cell) => cell,
         Err(error) => return burrow_failed(args.json, &error.into()),
+    };
+    // From here on this process may have threads: the cell is cloned.
+    let denials = match crate::network::serve_allowlist(&mut cell, policy) {
+        Ok(denials) => denials,
+        Err(error) => return burrow_failed(args.json, &error),
     };
     let options = WaitOptions {
         timeout: policy.limits.timeout,
@@ -52,7 +57,9 @@ fn execute(args: &RunArgs, policy: &Policy, spec: &CellSpec) -> ExitCode {
             Err(error) => return burrow_failed(true, &error.into()),
         };
         let (stdout, stderr) = sink.finish();
-        print_json(&RunReport::new(&setting, &outcome, &stdout, &stderr));
+        let mut report = RunReport::new(&setting, &outcome, &stdout, &stderr);
+        report.network_denied = denials.take();
+        print_json(&report);
         exit::code(outcome.exit_code())
     } else {
         let mut sink = TerminalSink::new();
@@ -62,6 +69,7 @@ fn execute(args: &RunArgs, policy: &Policy, spec: &CellSpec) -> ExitCode {
         };
         let stderr = sink.finish().to_string_lossy();
         explain(&setting, &outcome, &stderr);
+        explain_denials(&denials.take());
         exit::code(outcome.exit_code())
     }
 }

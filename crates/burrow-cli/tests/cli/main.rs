@@ -9,6 +9,7 @@
 mod harness;
 mod workspace_harness;
 
+mod allowlist;
 mod environment;
 mod exit_codes;
 mod filesystem;

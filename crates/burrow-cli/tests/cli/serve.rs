@@ -395,3 +395,65 @@ cell_test!(mcp_over_http_refuses_foreign_host_names, |t| {
     );
     assert_eq!(server.stop(), 0);
 });
+
+cell_test!(
+    a_tenants_allowlist_never_reaches_private_addresses,
+    |mut t| {
+        let alpha = token(&t, "alpha");
+        // The name maps to the server's own loopback, where its services listen.
+        t.env.push((
+            "BURROW_PROXY_RESOLVE".into(),
+            "internal.test=127.0.0.1".into(),
+        ));
+        let server = Server::start(&t);
+        let port = server.address.rsplit(':').next().unwrap().to_owned();
+        let fetch = format!("curl -s -w ' %{{http_code}}' http://internal.test:{port}/healthz");
+        let (status, run) = server.call(
+            "POST",
+            "/v1/run",
+            &alpha,
+            json!({"command": fetch, "allow": ["internal.test"]}),
+        );
+        assert_eq!(status, 200, "{run}");
+        assert!(run["stdout"].as_str().unwrap().ends_with(" 403"), "{run}");
+        assert!(
+            run["network_denied"][0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("private"),
+            "{run}"
+        );
+
+        let (status, _) = server.call(
+            "POST",
+            "/v1/workspaces",
+            &alpha,
+            json!({"name": "net", "allow": ["internal.test"]}),
+        );
+        assert_eq!(status, 201);
+        let (_, exec) = server.call(
+            "POST",
+            "/v1/workspaces/net/exec",
+            &alpha,
+            json!({"command": fetch}),
+        );
+        assert!(exec["stdout"].as_str().unwrap().ends_with(" 403"), "{exec}");
+        assert_eq!(exec["network_denied"][0]["host"], "internal.test", "{exec}");
+
+        let both = server.call(
+            "POST",
+            "/v1/run",
+            &alpha,
+            json!({"command": "true", "network": "loopback", "allow": ["x.org"]}),
+        );
+        assert_error(&both, 400, "invalid");
+        let bad = server.call(
+            "POST",
+            "/v1/run",
+            &alpha,
+            json!({"command": "true", "allow": ["not a host"]}),
+        );
+        assert_error(&bad, 400, "invalid");
+        assert_eq!(server.stop(), 0);
+    }
+);

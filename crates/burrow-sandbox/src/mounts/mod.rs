@@ -167,7 +167,8 @@ impl MountPlan {
 
         let run_files = match spec.network {
             NetworkMode::Host => resolver_files_under_run(),
-            NetworkMode::None | NetworkMode::Loopback => Vec::new(),
+            // Allow: programs reach names through the proxy, which resolves them on the host.
+            NetworkMode::None | NetworkMode::Loopback | NetworkMode::Allow => Vec::new(),
         };
 
         Ok(MountPlan {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{ApiError, ApiResult};
 use super::inputs::{ExecInput, RunInput};
 use super::launcher::child_error;
-use super::workspaces::{MAX_TIMEOUT, checked_timeout, network_mode, parse_rules, parse_size};
+use super::workspaces::{MAX_TIMEOUT, checked_timeout, network_policy, parse_rules, parse_size};
 use super::{Api, Caller};
 
 /// How a command ended and what it printed, as `burrow run --json` reports it.
@@ -40,6 +40,9 @@ pub struct CommandOutput {
     /// What a failure that looks like a sandbox denial probably means.
     #[serde(default)]
     pub hints: Vec<String>,
+    /// Connections the network allowlist refused while it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_denied: Vec<burrow_proxy::Denial>,
 }
 
 /// What the caps left out, per stream (`null` when nothing).
@@ -63,9 +66,13 @@ impl Api {
     pub fn run(&self, input: &RunInput) -> ApiResult<CommandOutput> {
         let argv = input.command.argv()?;
         let timeout = checked_timeout(input.timeout.unwrap_or(30))?;
-        let network = match network_mode(input.network) {
-            burrow_policy::NetworkMode::Loopback => "loopback",
-            _ => "none",
+        let network = match network_policy(input.network, &input.allow)? {
+            (burrow_policy::NetworkMode::Loopback, _) => "loopback".to_owned(),
+            (burrow_policy::NetworkMode::Allow, hosts) => {
+                let hosts: Vec<String> = hosts.iter().map(ToString::to_string).collect();
+                format!("allow:{}", hosts.join(","))
+            }
+            _ => "none".to_owned(),
         };
         let mut args: Vec<OsString> = [
             "run",
@@ -74,12 +81,11 @@ impl Api {
             "--cwd",
             "/",
             "--no-write-cwd",
-            "--network",
-            network,
         ]
         .iter()
         .map(OsString::from)
         .collect();
+        args.extend(["--network".into(), network.into()]);
         args.extend(["--timeout".into(), timeout.to_string().into()]);
         if let Some(memory) = &input.memory {
             parse_size(memory)?;
@@ -129,6 +135,7 @@ impl Api {
         };
         let redactor = handle.redactor(&rules)?;
         let mut sink = CaptureSink::new(pages::capture_limits(&policy));
+        let began_ms = burrow_workspace::journal::now_ms();
         let report = handle.exec(&mut client, &request, &mut sink, None, &redactor)?;
         let outcome = report.outcome();
         let (stdout, stderr) = sink.finish();
@@ -154,6 +161,7 @@ impl Api {
             },
             error,
             hints: Vec::new(),
+            network_denied: handle.network_denied_since(began_ms),
         })
     }
 }

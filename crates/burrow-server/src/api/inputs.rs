@@ -58,6 +58,11 @@ pub struct RunInput {
     /// `none` (default) or `loopback`.
     #[serde(default)]
     pub network: Option<Network>,
+    /// Hosts the command may reach through burrow's proxy, e.g. `["pypi.org",
+    /// "*.pythonhosted.org"]` (`example.com`, `*.example.com`, `example.com:443`); every other
+    /// host is refused, and so are private and loopback addresses.
+    #[serde(default)]
+    pub allow: Vec<String>,
     /// Memory limit, e.g. `512M` or `2G`.
     #[serde(default)]
     pub memory: Option<String>,
@@ -90,6 +95,10 @@ pub struct CreateInput {
     /// Network of its commands: `none` (default) or `loopback`.
     #[serde(default)]
     pub network: Option<Network>,
+    /// Hosts its commands may reach through burrow's proxy (`example.com`, `*.example.com`,
+    /// `example.com:443`); every other host is refused, and so are private addresses.
+    #[serde(default)]
+    pub allow: Vec<String>,
     /// Default timeout of its commands in seconds (default 30; at most 3600).
     #[serde(default)]
     pub timeout: Option<u64>,

@@ -15,6 +15,8 @@ const PASSED: &[&str] = &[
     "LANG",
     "XDG_RUNTIME_DIR",
     burrow_workspace::manager::STORAGE_ENV,
+    // The proxy's test-only name overrides: the operator's setting, like the others.
+    "BURROW_PROXY_RESOLVE",
 ];
 
 /// Runs `burrow` subcommands against one state directory.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use burrow_policy::{ByteSize, NetworkMode, PathContext, Policy, PolicyFile};
+use burrow_policy::{ByteSize, HostPattern, NetworkMode, PathContext, Policy, PolicyFile};
 use burrow_redact::RuleSpec;
 use burrow_workspace::WorkspaceError;
 use burrow_workspace::diff::Rendered;
@@ -230,7 +230,9 @@ impl Api {
 /// The policy of a new workspace, from the few settings the API offers.
 fn creation_policy(input: &CreateInput) -> ApiResult<Policy> {
     let mut file = PolicyFile::default();
-    file.network.mode = Some(network_mode(input.network));
+    let (mode, allow) = network_policy(input.network, &input.allow)?;
+    file.network.mode = Some(mode);
+    file.network.allow = allow;
     file.limits.timeout = match input.timeout {
         Some(seconds) => Some(checked_timeout(seconds)?),
         None => None,
@@ -240,12 +242,32 @@ fn creation_policy(input: &CreateInput) -> ApiResult<Policy> {
     Policy::from_file(file).map_err(|error| ApiError::invalid(error.to_string()))
 }
 
-/// The policy's network mode for the API's choice (never the host's network).
-pub(super) fn network_mode(network: Option<Network>) -> NetworkMode {
-    match network {
-        Some(Network::Loopback) => NetworkMode::Loopback,
-        Some(Network::None) | None => NetworkMode::None,
+/// The policy's network for the API's choice: never the host's network, and an allowlist
+/// never reaches private addresses (the server's own services among them).
+pub(super) fn network_policy(
+    network: Option<Network>,
+    allow: &[String],
+) -> ApiResult<(NetworkMode, Vec<HostPattern>)> {
+    if allow.is_empty() {
+        let mode = match network {
+            Some(Network::Loopback) => NetworkMode::Loopback,
+            Some(Network::None) | None => NetworkMode::None,
+        };
+        return Ok((mode, Vec::new()));
     }
+    if network.is_some() {
+        return Err(ApiError::invalid(
+            "give either `network` or `allow` (an allowlist is its own network mode)",
+        ));
+    }
+    let patterns = allow
+        .iter()
+        .map(|host| {
+            host.parse()
+                .map_err(|message: String| ApiError::invalid(message))
+        })
+        .collect::<ApiResult<Vec<HostPattern>>>()?;
+    Ok((NetworkMode::Allow, patterns))
 }
 
 /// A timeout in seconds, refused when zero or beyond [`MAX_TIMEOUT`].

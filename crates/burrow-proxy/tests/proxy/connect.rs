@@ -7,10 +7,7 @@ use crate::support::{TestProxy, echo_server, local_names, round_trip, rules};
 #[test]
 fn connect_to_an_allowed_name_relays_bytes_both_ways() {
     let echo = echo_server();
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let tunnel = proxy
         .http_connect(&format!("allowed.test:{}", echo.port()))
         .unwrap();
@@ -24,10 +21,7 @@ fn connect_to_an_allowed_name_relays_bytes_both_ways() {
 #[test]
 fn bytes_sent_right_after_the_connect_head_reach_the_server() {
     let echo = echo_server();
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let mut stream = proxy.connect();
     // One write: the proxy reads the head and the first bytes of the tunnel together.
     write!(
@@ -78,10 +72,7 @@ fn a_port_rule_allows_its_port() {
 #[test]
 fn a_name_resolving_to_loopback_is_reached_when_private_addresses_are_allowed() {
     let echo = echo_server();
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let tunnel = proxy
         .http_connect(&format!("allowed.test:{}", echo.port()))
         .unwrap();

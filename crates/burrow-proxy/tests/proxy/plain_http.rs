@@ -1,16 +1,13 @@
 //! Plain HTTP requests with an absolute URI, forwarded in origin form.
 
-use crate::support::{TestProxy, http_server, local_names, rules};
+use crate::support::{TestProxy, http_server};
 
 const RESPONSE: &str = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
 
 #[test]
 fn an_absolute_form_get_is_forwarded_in_origin_form_and_answered() {
     let (server, requests) = http_server(RESPONSE);
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let port = server.port();
     let response = proxy.exchange(
         format!(
@@ -42,10 +39,7 @@ fn an_absolute_form_get_is_forwarded_in_origin_form_and_answered() {
 #[test]
 fn a_body_sent_with_the_head_is_forwarded() {
     let (server, requests) = http_server(RESPONSE);
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let port = server.port();
     let response = proxy.exchange(
         format!(
@@ -67,10 +61,7 @@ fn a_body_sent_with_the_head_is_forwarded() {
 #[test]
 fn the_host_header_is_the_uris_authority() {
     let (server, requests) = http_server(RESPONSE);
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let port = server.port();
     let response = proxy.exchange(
         format!("GET http://allowed.test:{port} HTTP/1.1\r\nHost: other.test\r\n\r\n").as_bytes(),

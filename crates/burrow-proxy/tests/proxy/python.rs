@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use crate::support::{TestProxy, http_server, local_names, rules};
+use crate::support::{TestProxy, http_server};
 
 /// Runs `script` with python3 pointed at the proxy; `None` when python3 is not installed.
 fn python(proxy: &TestProxy, script: &str) -> Option<std::process::Output> {
@@ -19,10 +19,7 @@ fn python(proxy: &TestProxy, script: &str) -> Option<std::process::Output> {
 #[test]
 fn python_urllib_fetches_an_allowed_url_and_is_refused_another() {
     let (server, requests) = http_server("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nfrom host");
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let script = format!(
         r#"
 import urllib.request, urllib.error

@@ -166,10 +166,7 @@ fn a_private_ip_literal_is_refused_even_when_listed() {
 
 #[test]
 fn ip_literals_are_checked_against_the_rules_as_written() {
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let response = proxy.http_connect("[::1]:443").unwrap_err();
     assert_refused(&proxy, &response, "::1", 443, "not on the allowlist");
 }
@@ -177,10 +174,7 @@ fn ip_literals_are_checked_against_the_rules_as_written() {
 #[test]
 fn a_malformed_request_gets_400_and_the_proxy_keeps_serving() {
     let echo = echo_server();
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     for malformed in [
         &b"this is not http\r\n\r\n"[..],
         b"GET /relative HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
@@ -221,10 +215,7 @@ fn a_server_that_refuses_the_connection_gets_502_and_no_denial() {
         let listener = TcpListener::bind((LOOPBACK, 0)).unwrap();
         listener.local_addr().unwrap().port()
     };
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let response = proxy
         .http_connect(&format!("allowed.test:{closed_port}"))
         .unwrap_err();

@@ -9,10 +9,7 @@ use crate::support::{
 #[test]
 fn socks_connect_to_an_allowed_name_relays() {
     let echo = echo_server();
-    let proxy = TestProxy::start(
-        rules(&["allowed.test"], &[], true),
-        local_names(&["allowed.test"]),
-    );
+    let proxy = TestProxy::allowing_local("allowed.test");
     let (code, stream) = proxy.socks_connect(&socks_name("allowed.test", echo.port()));
     assert_eq!(code, 0x00);
     assert_eq!(round_trip(stream, b"over socks"), b"over socks");

@@ -71,6 +71,12 @@ impl TestProxy {
         TestProxy { address, denials }
     }
 
+    /// A proxy allowing `name`, which resolves to this machine's loopback (so private
+    /// addresses are allowed too).
+    pub fn allowing_local(name: &str) -> TestProxy {
+        TestProxy::start(rules(&[name], &[], true), local_names(&[name]))
+    }
+
     pub fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(self.address).unwrap();
         stream.set_read_timeout(Some(PATIENCE)).unwrap();

@@ -53,6 +53,15 @@ def _each(flag: str, values: Sequence[str] | None) -> list[str]:
     return args
 
 
+def _network(network: str | None, allow: Sequence[str] | None) -> str | None:
+    """``--network``'s value: ``allow:HOST,...`` for an allowlist, which is a mode of its own."""
+    if not allow:
+        return network
+    if network is not None:
+        raise ValueError("give either network or allow: an allowlist is its own network mode")
+    return "allow:" + ",".join(allow)
+
+
 def _opt(flag: str, value: Any) -> list[str]:
     if value is None:
         return []
@@ -152,12 +161,13 @@ class CliClient:
         *,
         timeout: float | None = None,
         network: str | None = None,
+        allow: Sequence[str] | None = None,
         memory: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Run one command in a fresh sandbox (in an empty temporary directory); the ``Result``."""
         args = ["run", "--json", "--no-stdin"]
-        args += _opt("--timeout", timeout) + _opt("--network", network) + _opt("--memory", memory)
+        args += _opt("--timeout", timeout) + _opt("--network", _network(network, allow)) + _opt("--memory", memory)
         args += _pairs("--env", env)
         with tempfile.TemporaryDirectory(prefix="burrow-run-") as scratch:
             return self._json(*args, "--", *_argv(command), any_status=True, cwd=scratch)
@@ -172,6 +182,7 @@ class CliClient:
         ttl: int | None = None,
         labels: Mapping[str, str] | None = None,
         network: str | None = None,
+        allow: Sequence[str] | None = None,
         timeout: float | None = None,
         memory: str | None = None,
         pids: int | None = None,
@@ -186,7 +197,7 @@ class CliClient:
         """
         args = ["ws", "create", "--json"]
         args += _opt("--name", name) + _opt("--ttl", ttl) + _pairs("--label", labels)
-        args += _opt("--network", network) + _opt("--timeout", timeout) + _opt("--memory", memory)
+        args += _opt("--network", _network(network, allow)) + _opt("--timeout", timeout) + _opt("--memory", memory)
         args += _opt("--pids", pids) + _opt("--idle-timeout", idle_timeout) + _each("--redact", redact)
         workspace = self._json(*args)
         for secret, value in (secrets or {}).items():

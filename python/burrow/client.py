@@ -276,12 +276,24 @@ class Client:
         *,
         timeout: float | None = None,
         network: str | None = None,
+        allow: Sequence[str] | None = None,
         memory: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Run one command in a fresh sandbox; the ``Result`` (exit_code, stdout, ...)."""
+        """Run one command in a fresh sandbox; the ``Result`` (exit_code, stdout, ...).
+
+        ``allow`` lists the hosts reachable through burrow's proxy (``pypi.org``,
+        ``*.pythonhosted.org``, ``example.com:443``); refusals are in ``network_denied``.
+        """
         body = _drop_none(
-            {"command": _command(command), "timeout": timeout, "network": network, "memory": memory, "env": env}
+            {
+                "command": _command(command),
+                "timeout": timeout,
+                "network": network,
+                "allow": list(allow) if allow is not None else None,
+                "memory": memory,
+                "env": env,
+            }
         )
         return self.request("POST", "/v1/run", json_body=body)
 
@@ -295,6 +307,7 @@ class Client:
         ttl: int | None = None,
         labels: Mapping[str, str] | None = None,
         network: str | None = None,
+        allow: Sequence[str] | None = None,
         timeout: float | None = None,
         memory: str | None = None,
         pids: int | None = None,
@@ -309,6 +322,7 @@ class Client:
                 "ttl": ttl,
                 "labels": labels,
                 "network": network,
+                "allow": list(allow) if allow is not None else None,
                 "timeout": timeout,
                 "memory": memory,
                 "pids": pids,

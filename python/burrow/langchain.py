@@ -81,7 +81,9 @@ class BurrowExecutionPolicy(BaseExecutionPolicy):
 
     The sandbox sees the host's files read-only, with the workspace (and ``extra_write``)
     writable and ``hide`` absent; it has a private ``/tmp``, no network unless ``network``
-    is ``"loopback"`` or ``"host"`` (``None``: as burrow's default or ``policy`` says), and
+    is ``"loopback"`` or ``"host"`` (``None``: as burrow's default or ``policy`` says) or
+    ``allow`` lists hosts reachable through burrow's proxy (``("pypi.org",
+    "*.pythonhosted.org")``: ``pip install`` works, nothing else is reached), and
     the limits given here. The shell's environment is
     burrow's default (``PATH HOME LANG TERM TZ``) plus the middleware's ``env``, passed as
     ``--env K=V``: nothing else of the agent's environment reaches it.
@@ -95,6 +97,7 @@ class BurrowExecutionPolicy(BaseExecutionPolicy):
 
     binary: str = field(default_factory=_default_binary)
     network: typing.Literal["none", "loopback", "host"] | None = "none"
+    allow: tuple[str, ...] = ()
     memory: str | None = None
     pids: int | None = None
     cpu_time: int | None = None
@@ -116,6 +119,10 @@ class BurrowExecutionPolicy(BaseExecutionPolicy):
             raise ValueError(msg)
         if self.memory is not None and not str(self.memory).strip():
             msg = "memory must be a size such as '1G' if provided."
+            raise ValueError(msg)
+        self.allow = tuple(str(host) for host in self.allow)
+        if self.allow and self.network not in (None, "none"):
+            msg = "give either network or allow: an allowlist is its own network mode."
             raise ValueError(msg)
         self.extra_write = tuple(str(path) for path in self.extra_write)
         self.hide = tuple(str(path) for path in self.hide)
@@ -150,7 +157,9 @@ class BurrowExecutionPolicy(BaseExecutionPolicy):
         full_command: list[str] = [binary, "run", "--write", root, "--cwd", root, "--timeout", "0"]
         if self.policy is not None:
             full_command += ["--policy", str(self.policy)]
-        if self.network is not None:
+        if self.allow:
+            full_command += ["--network", "allow:" + ",".join(self.allow)]
+        elif self.network is not None:
             full_command += ["--network", self.network]
         if self.memory is not None:
             full_command += ["--memory", str(self.memory)]

@@ -55,6 +55,12 @@ def test_run_has_no_network(cli: burrow.CliClient) -> None:
     assert result["exit_code"] != 0
 
 
+def test_run_with_an_allowlist_refuses_other_hosts(cli: burrow.CliClient) -> None:
+    result = cli.run("curl -s -w ' %{http_code}' http://elsewhere.invalid/", allow=["pypi.org"])
+    assert result["stdout"].endswith(" 403"), result
+    assert [d["host"] for d in result["network_denied"]] == ["elsewhere.invalid"]
+
+
 def test_workspace_lifecycle(cli: burrow.CliClient) -> None:
     created = cli.create_workspace(name="life", labels={"team": "qa"})
     assert created["name"] == "life"

@@ -74,6 +74,15 @@ def test_run_string_and_list_commands(alpha: burrow.Client) -> None:
 # Workspaces
 
 
+def test_run_with_an_allowlist_refuses_other_hosts(alpha: burrow.Client) -> None:
+    """The proxy refuses a name off the list before resolving it: nothing leaves this machine."""
+    result = alpha.run("curl -s -w ' %{http_code}' http://elsewhere.invalid/", allow=["pypi.org"])
+    assert result["stdout"].endswith(" 403"), result
+    assert [d["host"] for d in result["network_denied"]] == ["elsewhere.invalid"]
+    with pytest.raises(burrow.Invalid):
+        alpha.run("true", network="loopback", allow=["pypi.org"])
+
+
 def test_workspace_lifecycle(alpha: burrow.Client) -> None:
     name = f"life-{uuid.uuid4().hex[:8]}"
     created = alpha.create_workspace(name=name, labels={"team": "qa"}, ttl=3600)

@@ -87,6 +87,28 @@ def test_policy_file_and_network_left_to_it(tmp_path: Path) -> None:
     assert command.index("--allow-degraded") < command.index("--")
 
 
+def test_an_allowlist_is_passed_as_a_network_mode(tmp_path: Path) -> None:
+    policy = BurrowExecutionPolicy(binary="/bin/true", allow=("pypi.org", "*.pythonhosted.org"))
+    command = policy._build_command(tmp_path, {}, ("/bin/bash",))
+    assert command[command.index("--network") + 1] == "allow:pypi.org,*.pythonhosted.org"
+    with pytest.raises(ValueError, match="either network or allow"):
+        BurrowExecutionPolicy(binary="/bin/true", network="host", allow=("pypi.org",))
+
+
+def test_a_shell_with_an_allowlist_is_refused_other_hosts(workspace: Path, burrow_bin: str) -> None:
+    """Nothing leaves this machine: the proxy refuses the name before resolving it."""
+    policy = BurrowExecutionPolicy(binary=burrow_bin, allow=("pypi.org",))
+    middleware = ShellToolMiddleware(workspace_root=workspace, execution_policy=policy)
+    state, runtime, resources = _start(middleware)
+    try:
+        # LangChain finds the end of a command's output by a marker at the start of a line.
+        output = _run(middleware, resources, "curl -s -w ' %{http_code}\\n' http://elsewhere.invalid/")
+        assert output.strip().endswith("403"), output
+        assert "not on this sandbox's network allowlist" in output
+    finally:
+        middleware.after_agent(state, runtime)
+
+
 def test_rejects_bad_settings() -> None:
     with pytest.raises(ValueError, match="network"):
         BurrowExecutionPolicy(binary="/bin/true", network="internet")  # type: ignore[arg-type]

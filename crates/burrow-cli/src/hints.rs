@@ -67,17 +67,25 @@ pub fn hints(context: &HintContext<'_>) -> Vec<String> {
         );
     }
     hints.extend(path_hints(context));
-    // In `allow` mode the refused hosts are reported by name (`network_denied`).
-    if !matches!(context.network, NetworkMode::Host | NetworkMode::Allow)
-        && NETWORK_ERRORS
-            .iter()
-            .any(|error| context.stderr.contains(error))
-    {
-        hints.push(format!(
+    let network_failed = NETWORK_ERRORS
+        .iter()
+        .any(|error| context.stderr.contains(error));
+    match context.network {
+        NetworkMode::Host => {}
+        // The hosts the proxy refused are reported by name (`network_denied`); a failure to
+        // resolve or reach anything means the program went around the proxy.
+        NetworkMode::Allow if network_failed => hints.push(
+            "the sandbox reaches the network only through burrow's proxy (HTTP_PROXY, \
+             HTTPS_PROXY, ALL_PROXY are set): the program may not use proxy variables, or needs \
+             to be told the proxy, 127.0.0.1:3128"
+                .to_owned(),
+        ),
+        NetworkMode::None | NetworkMode::Loopback if network_failed => hints.push(format!(
             "the sandbox has no network access (--network {}); pass --network host if the \
-             command needs it",
+             command needs it, or --network allow:HOST,... for only some hosts",
             context.network.name()
-        ));
+        )),
+        NetworkMode::None | NetworkMode::Loopback | NetworkMode::Allow => {}
     }
     hints
 }
@@ -202,13 +210,17 @@ mod tests {
     }
 
     fn hints_for(stderr: &str, termination: Termination) -> Vec<String> {
+        hints_in(NetworkMode::None, stderr, termination)
+    }
+
+    fn hints_in(network: NetworkMode, stderr: &str, termination: Termination) -> Vec<String> {
         let outcome = outcome(termination);
         let filesystem = filesystem();
         hints(&HintContext {
             outcome: &outcome,
             stderr,
             filesystem: &filesystem,
-            network: NetworkMode::None,
+            network,
             memory_limit: None,
             sandboxed: true,
         })
@@ -246,6 +258,15 @@ mod tests {
         assert!(hints[0].contains("--network host"), "{hints:?}");
         let hints = hints_for("", Termination::Signaled(libc::SIGSYS));
         assert!(hints[0].contains("seccomp"), "{hints:?}");
+    }
+
+    #[test]
+    fn an_allowlisted_program_that_went_around_the_proxy_is_told_so() {
+        let failed = "curl: (6) Could not resolve host: pypi.org\n";
+        let hints = hints_in(NetworkMode::Allow, failed, Termination::Exited(6));
+        assert_eq!(hints.len(), 1, "{hints:?}");
+        assert!(hints[0].contains("127.0.0.1:3128"), "{hints:?}");
+        assert!(hints_in(NetworkMode::Host, failed, Termination::Exited(6)).is_empty());
     }
 
     #[test]

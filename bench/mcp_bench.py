@@ -20,12 +20,13 @@ import asyncio
 import http.client
 import json
 import os
-import statistics
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
+
+from timing import measure, measure_async, stats
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -40,36 +41,6 @@ assert host == "127.0.0.1", url
 os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 http_workspace = "bench-http"
-WARMUP = 20
-
-
-def stats(times):
-    times = sorted(times)
-    return statistics.median(times), times[int(len(times) * 0.9)]
-
-
-def measure(label, once, count):
-    for _ in range(min(WARMUP, count)):
-        once()
-    times = []
-    for _ in range(count):
-        started = time.perf_counter()
-        once()
-        times.append(time.perf_counter() - started)
-    return (label, *stats(times), count)
-
-
-async def measure_async(label, once, count):
-    for _ in range(min(WARMUP, count)):
-        await once()
-    times = []
-    for _ in range(count):
-        started = time.perf_counter()
-        await once()
-        times.append(time.perf_counter() - started)
-    return (label, *stats(times), count)
-
-
 def request(conn, method, path, body=None):
     conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
     response = conn.getresponse()

@@ -9,27 +9,15 @@
 usage: session_bench.py BURROW WORKSPACE RUNS [--no-langchain]
 """
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import measure
 
 burrow, workspace, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with_langchain = "--no-langchain" not in sys.argv
-
-
-def measure(label, once, count):
-    for _ in range(min(20, count)):
-        once()
-    times = []
-    for _ in range(count):
-        started = time.perf_counter()
-        once()
-        times.append(time.perf_counter() - started)
-    times.sort()
-    return label, statistics.median(times), times[int(len(times) * 0.9)], count
 
 
 results = []

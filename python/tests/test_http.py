@@ -209,38 +209,35 @@ def test_audit(alpha: burrow.Client, ws: str) -> None:
 # Shells, sessions, services, secrets
 
 
+def _read_until(client: burrow.Client, ws: str, shell: str, cursor: int, needle: str) -> tuple[int, str]:
+    """Reads a shell's output from ``cursor`` until ``needle`` shows (30 s at most)."""
+    seen = ""
+    deadline = time.monotonic() + 30
+    while needle not in seen and time.monotonic() < deadline:
+        page = client.shell_read(ws, shell, cursor=cursor, wait_idle_ms=200, plain=True)
+        seen += page["output"]
+        cursor = page["next_cursor"]
+    assert needle in seen, seen
+    return cursor, seen
+
+
 def test_shell(alpha: burrow.Client, ws: str) -> None:
     opened = alpha.shell_open(ws, cols=100, rows=20)
     shell = opened["shell"]
     assert isinstance(opened["pid"], int)
     alpha.shell_write(ws, shell, "echo hi-$((1+1))")
-    cursor, seen = 0, ""
-    deadline = time.monotonic() + 30
-    while "hi-2" not in seen and time.monotonic() < deadline:
-        page = alpha.shell_read(ws, shell, cursor=cursor, wait_idle_ms=200, plain=True)
-        seen += page["output"]
-        cursor = page["next_cursor"]
-    assert "hi-2" in seen
+    cursor, _ = _read_until(alpha, ws, shell, 0, "hi-2")
     # The INT must find `sleep` in the foreground: until the shell has started it, a signal
     # goes to the shell itself (as a Ctrl-C typed too early would).
     alpha.shell_write(ws, shell, "echo started-$((1+2)); sleep 100")
-    deadline = time.monotonic() + 30
-    while "started-3" not in seen and time.monotonic() < deadline:
-        page = alpha.shell_read(ws, shell, cursor=cursor, wait_idle_ms=200, plain=True)
-        seen += page["output"]
-        cursor = page["next_cursor"]
+    cursor, _ = _read_until(alpha, ws, shell, cursor, "started-3")
     time.sleep(0.2)
     alpha.shell_signal(ws, shell, "INT")
     alpha.shell_resize(ws, shell, 80, 24)
     listed = {s["shell"]: s for s in alpha.shell_list(ws)}
     assert (listed[shell]["cols"], listed[shell]["rows"]) == (80, 24)
     alpha.shell_write(ws, shell, "echo after-$((2+2))")
-    deadline = time.monotonic() + 30
-    while "after-4" not in seen and time.monotonic() < deadline:
-        page = alpha.shell_read(ws, shell, cursor=cursor, wait_idle_ms=200, plain=True)
-        seen += page["output"]
-        cursor = page["next_cursor"]
-    assert "after-4" in seen  # the INT ended the sleep; the shell goes on
+    _read_until(alpha, ws, shell, cursor, "after-4")  # the INT ended the sleep; the shell goes on
     alpha.shell_close(ws, shell)
     with pytest.raises(burrow.NotFound):
         alpha.shell_write(ws, shell, "true")

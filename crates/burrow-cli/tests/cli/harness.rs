@@ -66,6 +66,9 @@ pub fn running_as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Host directories every cell replaces with a private tmpfs.
+const CELL_SCRATCH: [&str; 4] = ["/tmp", "/var/tmp", "/run", "/dev/shm"];
+
 /// Where test directories go: a place every uid can reach (the unprivileged user must be able
 /// to enter it), and not under /tmp, which is private inside a cell (a test of "the host's files
 /// are read-only" must see the host's files).
@@ -76,7 +79,13 @@ fn base_dir() -> &'static Path {
             return PathBuf::from(dir);
         }
         let target_tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let base = if traversable_by_all(&target_tmp) || !running_as_root() {
+        // A checkout under /tmp (a CI clone, say) cannot hold the test directories: a cell
+        // would see its own empty /tmp there instead.
+        let in_scratch = CELL_SCRATCH.iter().any(|area| target_tmp.starts_with(area));
+        let base = if in_scratch && !running_as_root() {
+            let home = std::env::var_os("HOME").expect("HOME, to keep test directories in");
+            PathBuf::from(home).join(".cache/burrow-tests")
+        } else if !in_scratch && (traversable_by_all(&target_tmp) || !running_as_root()) {
             target_tmp.join("burrow-tests")
         } else {
             PathBuf::from("/var/lib/burrow-tests")

@@ -21,7 +21,7 @@ use crate::report::{AtStep, StepError};
 const TARGET_ABI: ABI = ABI::V9;
 
 /// Paths of the cell, as seen inside it, that get write access besides the writable roots.
-const SCRATCH_AREAS: [&str; 4] = ["/tmp", "/var/tmp", "/run", "/dev/shm"];
+pub(crate) const SCRATCH_AREAS: [&str; 4] = ["/tmp", "/var/tmp", "/run", "/dev/shm"];
 
 /// How much of the ruleset the kernel enforces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

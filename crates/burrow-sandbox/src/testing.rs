@@ -26,10 +26,20 @@ pub(crate) fn errno<T>(result: std::io::Result<T>) -> i32 {
     }
 }
 
-/// A scratch directory outside /tmp (which the cell's Landlock rules leave writable).
+/// A scratch directory outside /tmp and the other areas the cell's Landlock rules leave
+/// writable: beside the sources, or in the home directory when the checkout is under /tmp.
 pub(crate) fn scratch_dir() -> tempfile::TempDir {
+    let sources = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let in_scratch = crate::landlock::SCRATCH_AREAS
+        .iter()
+        .any(|area| sources.starts_with(area));
+    let parent = if in_scratch {
+        std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME, for scratch directories"))
+    } else {
+        sources
+    };
     tempfile::Builder::new()
         .prefix(".layer-test-")
-        .tempdir_in(env!("CARGO_MANIFEST_DIR"))
+        .tempdir_in(parent)
         .expect("scratch directory")
 }

@@ -39,3 +39,17 @@ bench_binary() {
 summarize() {
     python3 "$BENCH_DIR/summarize.py" "$@"
 }
+
+# A fresh BURROW_HOME under /var/tmp (exported); `remove_home` deletes every workspace made in
+# it (their cells outlive the commands that started them), then the directory.
+use_fresh_home() {
+    export BURROW_HOME
+    BURROW_HOME=$(mktemp -d /var/tmp/burrow-bench.XXXXXX)
+}
+remove_home() {
+    local dir
+    for dir in "$BURROW_HOME"/workspaces/*; do
+        [ -d "$dir" ] && { "$BURROW" ws delete "$(basename "$dir")" >/dev/null 2>&1 || true; }
+    done
+    rm -rf "$BURROW_HOME"
+}

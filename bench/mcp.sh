@@ -17,8 +17,7 @@ CLIENTS=${CLIENTS:-50}
 venv="$REPO/target/py-venv"
 "$REPO/python/requirements-test.sh" "$venv"
 
-export BURROW_HOME
-BURROW_HOME=$(mktemp -d /var/tmp/burrow-bench.XXXXXX)
+use_fresh_home
 serve_pid=
 cleanup() {
     if [ -n "$serve_pid" ] && kill -0 "$serve_pid" 2>/dev/null; then
@@ -27,10 +26,7 @@ cleanup() {
         wait "$serve_pid" || status=$?
         [ "$status" -eq 0 ] || echo "bench: burrow serve exited $status on SIGTERM" >&2
     fi
-    # mcp_bench.py deletes its own workspace through the API; this is for when it could not.
-    "$BURROW" ws delete bench~bench-http >/dev/null 2>&1 || true
-    "$BURROW" ws delete bench >/dev/null 2>&1 || true
-    rm -rf "$BURROW_HOME"
+    remove_home
 }
 trap cleanup EXIT
 cd "$REPO"

@@ -10,9 +10,8 @@ ensure_tools
 BURROW=$(burrow_binary)
 BENCH=$(bench_binary)
 RUNS=${RUNS:-300}
-export BURROW_HOME
-BURROW_HOME=$(mktemp -d /var/tmp/burrow-bench.XXXXXX)
-trap '"$BURROW" ws delete bench >/dev/null 2>&1 || true; rm -rf "$BURROW_HOME"' EXIT
+use_fresh_home
+trap remove_home EXIT
 cd "$REPO"
 
 langchain=()

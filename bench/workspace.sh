@@ -13,9 +13,8 @@ ensure_tools
 BURROW=$(burrow_binary)
 BENCH=$(bench_binary)
 RUNS=${RUNS:-300}
-export BURROW_HOME
-BURROW_HOME=$(mktemp -d /var/tmp/burrow-bench.XXXXXX)
-trap 'for id in $(ls "$BURROW_HOME/workspaces" 2>/dev/null); do "$BURROW" ws delete "$id" 2>/dev/null || true; done; rm -rf "$BURROW_HOME"' EXIT
+use_fresh_home
+trap remove_home EXIT
 cd "$REPO"
 
 echo "== exec on a running cell ($RUNS runs each, $(nproc) CPUs, $(id -un)) =="

@@ -8,7 +8,7 @@ use std::os::fd::AsFd;
 use std::rc::Rc;
 use std::time::Duration;
 
-use burrow_proto::service::{Readiness, RestartPolicy, ServiceInfo, ServiceState};
+use burrow_proto::service::{RestartPolicy, ServiceInfo, ServiceState};
 use burrow_sandbox::Grouping;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
@@ -25,26 +25,7 @@ const LOG_BUFFER: usize = 4 << 20;
 /// Pause before a failed service is started again.
 const RESTART_DELAY: Duration = Duration::from_secs(1);
 
-/// How a service is started (kept for restarts).
-#[derive(Debug, Clone)]
-pub struct ServiceSpec {
-    /// Its name.
-    pub name: String,
-    /// The command.
-    pub argv: Vec<String>,
-    /// Working directory in the workspace.
-    pub cwd: String,
-    /// The whole environment.
-    pub env: Vec<(String, String)>,
-    /// The readiness probe.
-    pub ready: Option<Readiness>,
-    /// How long readiness may take.
-    pub ready_timeout: Duration,
-    /// Time between probes.
-    pub interval: Duration,
-    /// The restart policy.
-    pub restart: RestartPolicy,
-}
+pub use burrow_proto::service::ServiceSpec;
 
 /// One service.
 #[derive(Debug)]

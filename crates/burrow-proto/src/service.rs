@@ -189,6 +189,44 @@ pub enum ServiceMessage {
     },
 }
 
+/// How a service is started, on both sides of the protocol (the agent keeps it for restarts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceSpec {
+    /// Its name.
+    pub name: String,
+    /// The command.
+    pub argv: Vec<String>,
+    /// Working directory in the workspace.
+    pub cwd: String,
+    /// The whole environment.
+    pub env: Vec<(String, String)>,
+    /// The readiness probe.
+    pub ready: Option<Readiness>,
+    /// How long readiness may take.
+    pub ready_timeout: std::time::Duration,
+    /// Time between probes.
+    pub interval: std::time::Duration,
+    /// The restart policy.
+    pub restart: RestartPolicy,
+}
+
+impl ServiceSpec {
+    /// The request that starts it.
+    pub fn into_message(self, id: u64) -> ServiceMessage {
+        ServiceMessage::Start {
+            id,
+            name: self.name,
+            argv: self.argv,
+            cwd: self.cwd,
+            env: self.env,
+            ready: self.ready,
+            ready_timeout_ms: self.ready_timeout.as_millis() as u64,
+            interval_ms: self.interval.as_millis() as u64,
+            restart: self.restart,
+        }
+    }
+}
+
 impl ServiceMessage {
     /// The request id.
     pub fn id(&self) -> u64 {

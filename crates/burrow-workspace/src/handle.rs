@@ -156,8 +156,12 @@ impl Handle {
         crate::secrets::as_env(&crate::secrets::load(&self.dir)?, requests)
     }
 
-    /// The connections its network allowlist refused since `from_ms` (Unix milliseconds).
-    pub fn network_denied_since(&self, from_ms: i64) -> Vec<burrow_proxy::Denial> {
+    /// The connections its network allowlist refused since `from_ms` (Unix milliseconds);
+    /// nothing to read unless `policy` is in `allow` mode (this is on every exec's path).
+    pub fn network_denied_since(&self, policy: &Policy, from_ms: i64) -> Vec<burrow_proxy::Denial> {
+        if policy.network != burrow_policy::NetworkMode::Allow {
+            return Vec::new();
+        }
         let now = crate::journal::now_ms();
         crate::netproxy::denials_between(&self.dir, from_ms.max(0) as u64, now.max(0) as u64)
     }

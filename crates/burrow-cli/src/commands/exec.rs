@@ -60,7 +60,7 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
             filesystem: &filesystem,
         };
         let mut json = RunReport::new(&setting, &outcome, &stdout, &stderr);
-        json.network_denied = handle.network_denied_since(began_ms);
+        json.network_denied = handle.network_denied_since(&policy, began_ms);
         print_json(&json);
         exit::code(outcome.exit_code())
     } else {
@@ -77,7 +77,7 @@ pub fn exec(args: &ExecArgs) -> ExitCode {
             filesystem: &filesystem,
         };
         explain(&setting, &outcome, &stderr);
-        explain_denials(&handle.network_denied_since(began_ms));
+        explain_denials(&handle.network_denied_since(&policy, began_ms));
         exit::code(outcome.exit_code())
     }
 }

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use burrow_proto::service::ServiceSpec;
 use burrow_proto::service::{Readiness, RestartPolicy, ServiceInfo, ServiceState};
-use burrow_workspace::client::interactive::ServiceStart;
 use burrow_workspace::handle::workspace_cwd;
 use burrow_workspace::{journal, pages};
 
@@ -102,7 +102,7 @@ fn start(args: &ServiceStartArgs) -> anyhow::Result<ExitCode> {
     let policy = handle.policy()?;
     let caller: Vec<_> = std::env::vars_os().collect();
     let env = handle.command_env(&policy, &caller, &args.env, &args.secrets.secret_env)?;
-    let info = client.service_start(ServiceStart {
+    let info = client.service_start(ServiceSpec {
         name: args.name.clone(),
         argv: args.command.clone(),
         cwd: workspace_cwd(Some(&args.cwd))?,

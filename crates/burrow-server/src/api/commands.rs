@@ -161,7 +161,7 @@ impl Api {
             },
             error,
             hints: Vec::new(),
-            network_denied: handle.network_denied_since(began_ms),
+            network_denied: handle.network_denied_since(&policy, began_ms),
         })
     }
 }

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use burrow_proto::service::ServiceSpec;
 use burrow_proto::service::{Readiness, RestartPolicy, ServiceInfo, ServiceState};
 use burrow_proto::session::SessionInfo;
 use burrow_proto::shell::ShellInfo;
-use burrow_workspace::client::interactive::ServiceStart;
 use burrow_workspace::handle::{shell_words, workspace_cwd};
 use burrow_workspace::journal;
 use burrow_workspace::pages::{self, CommandResult, ShellPage, ShellRead};
@@ -215,7 +215,7 @@ impl Api {
         let policy = handle.policy()?;
         let extra: Vec<(String, String)> = input.env.clone().into_iter().collect();
         let env = handle.command_env(&policy, &caller.environment(), &extra, &input.secret_env)?;
-        let service = client.service_start(ServiceStart {
+        let service = client.service_start(ServiceSpec {
             name: input.name.clone(),
             argv: argv.clone(),
             cwd: workspace_cwd(input.cwd.as_deref())?,

@@ -6,7 +6,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use burrow_output::Stream;
-use burrow_proto::service::{Readiness, RestartPolicy, ServiceInfo, ServiceMessage, ServiceState};
+use burrow_proto::service::{ServiceInfo, ServiceMessage, ServiceSpec, ServiceState};
 use burrow_proto::session::{SessionInfo, SessionMessage};
 use burrow_proto::shell::{ExitStatus, ShellInfo, ShellMessage};
 use burrow_proto::{Channel, Frame, Message};
@@ -54,27 +54,6 @@ pub struct SessionEnd {
     pub ended: Option<ExitStatus>,
     /// Whether the shell was replaced.
     pub restarted: bool,
-}
-
-/// A service to start.
-#[derive(Debug, Clone)]
-pub struct ServiceStart {
-    /// Its name.
-    pub name: String,
-    /// The command.
-    pub argv: Vec<String>,
-    /// Working directory in the workspace.
-    pub cwd: String,
-    /// The whole environment.
-    pub env: Vec<(String, String)>,
-    /// The readiness probe.
-    pub ready: Option<Readiness>,
-    /// How long readiness may take.
-    pub ready_timeout: Duration,
-    /// Time between probes.
-    pub interval: Duration,
-    /// Restart policy.
-    pub restart: RestartPolicy,
 }
 
 /// Log bytes read from a service.
@@ -343,23 +322,10 @@ impl AgentClient {
     }
 
     /// Starts a service; answers once it is ready or has failed.
-    pub fn service_start(&mut self, start: ServiceStart) -> Result<ServiceInfo> {
+    pub fn service_start(&mut self, spec: ServiceSpec) -> Result<ServiceInfo> {
         let id = self.new_id();
-        let patience = start.ready_timeout + SLACK;
-        self.service_status(
-            ServiceMessage::Start {
-                id,
-                name: start.name,
-                argv: start.argv,
-                cwd: start.cwd,
-                env: start.env,
-                ready: start.ready,
-                ready_timeout_ms: start.ready_timeout.as_millis() as u64,
-                interval_ms: start.interval.as_millis() as u64,
-                restart: start.restart,
-            },
-            patience,
-        )
+        let patience = spec.ready_timeout + SLACK;
+        self.service_status(spec.into_message(id), patience)
     }
 
     /// Stops a service.

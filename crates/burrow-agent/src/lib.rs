@@ -23,6 +23,7 @@ pub mod sessions;
 pub mod shells;
 mod spawn;
 mod tunnel;
+mod unknown;
 
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;

@@ -15,6 +15,7 @@ use crate::agent::Agent;
 use crate::services::ServiceSpec;
 use crate::sessions::Stream;
 use crate::shells::MAX_WAIT;
+use crate::unknown::Unknown;
 
 /// Shell requests.
 pub fn shell(agent: &Rc<Agent>, request: ShellMessage, out: &mpsc::Sender<Frame>) {
@@ -71,7 +72,7 @@ pub fn shell(agent: &Rc<Agent>, request: ShellMessage, out: &mpsc::Sender<Frame>
                         },
                     ])
                 }
-                Err(message) => Err(Refusal::unknown(message)),
+                Err(unknown) => Err(unknown.into()),
             },
             ShellMessage::Write { id, shell, data } => match agent.shells.get(&shell) {
                 Ok(shell) => shell
@@ -79,7 +80,7 @@ pub fn shell(agent: &Rc<Agent>, request: ShellMessage, out: &mpsc::Sender<Frame>
                     .await
                     .map(|()| done(id))
                     .map_err(Refusal::from),
-                Err(message) => Err(Refusal::unknown(message)),
+                Err(unknown) => Err(unknown.into()),
             },
             ShellMessage::Signal { id, shell, signal } => agent
                 .shells
@@ -88,7 +89,7 @@ pub fn shell(agent: &Rc<Agent>, request: ShellMessage, out: &mpsc::Sender<Frame>
                     shell.signal(signal);
                     done(id)
                 })
-                .map_err(Refusal::unknown),
+                .map_err(Refusal::from),
             ShellMessage::Resize {
                 id,
                 shell,
@@ -99,13 +100,13 @@ pub fn shell(agent: &Rc<Agent>, request: ShellMessage, out: &mpsc::Sender<Frame>
                     .resize((cols, rows))
                     .map(|()| done(id))
                     .map_err(Refusal::from),
-                Err(message) => Err(Refusal::unknown(message)),
+                Err(unknown) => Err(unknown.into()),
             },
             ShellMessage::Close { id, shell } => agent
                 .shells
                 .close(&shell)
                 .map(|()| done(id))
-                .map_err(Refusal::unknown),
+                .map_err(Refusal::from),
             ShellMessage::ListAll { id } => Ok(vec![shell_frame(ShellMessage::List {
                 id,
                 shells: agent.shells.list(),
@@ -184,13 +185,13 @@ pub fn session(agent: &Rc<Agent>, request: SessionMessage, out: &mpsc::Sender<Fr
                         })
                         .map_err(Refusal::from)
                 }
-                Err(message) => Err(Refusal::unknown(message)),
+                Err(unknown) => Err(unknown.into()),
             },
             SessionMessage::Close { id, session } => agent
                 .sessions
                 .close(&session)
                 .map(|()| done(id))
-                .map_err(Refusal::unknown),
+                .map_err(Refusal::from),
             SessionMessage::ListAll { id } => Ok(vec![session_frame(SessionMessage::List {
                 id,
                 sessions: agent.sessions.list(),
@@ -243,7 +244,7 @@ pub fn service(agent: &Rc<Agent>, request: ServiceMessage, out: &mpsc::Sender<Fr
                     let service = service.stop(Duration::from_millis(grace_ms)).await;
                     Ok(vec![service_frame(ServiceMessage::Status { id, service })])
                 }
-                Err(message) => Err(Refusal::unknown(message)),
+                Err(unknown) => Err(unknown.into()),
             },
             ServiceMessage::Query { id, name } => agent
                 .services
@@ -254,7 +255,7 @@ pub fn service(agent: &Rc<Agent>, request: ServiceMessage, out: &mpsc::Sender<Fr
                         service: service.info(),
                     })]
                 })
-                .map_err(Refusal::unknown),
+                .map_err(Refusal::from),
             ServiceMessage::ListAll { id } => Ok(vec![service_frame(ServiceMessage::List {
                 id,
                 services: agent.services.list(),
@@ -288,7 +289,7 @@ pub fn service(agent: &Rc<Agent>, request: ServiceMessage, out: &mpsc::Sender<Fr
                         },
                     ])
                 }
-                Err(message) => Err(Refusal::unknown(message)),
+                Err(unknown) => Err(unknown.into()),
             },
             ServiceMessage::Status { .. }
             | ServiceMessage::List { .. }
@@ -320,13 +321,11 @@ struct Refusal {
     message: String,
 }
 
-impl Refusal {
-    /// The shell, session or service named does not exist. (The registries' `get` and
-    /// `close` fail for that reason only.)
-    fn unknown(message: String) -> Refusal {
+impl From<Unknown> for Refusal {
+    fn from(unknown: Unknown) -> Refusal {
         Refusal {
             code: ErrorCode::NotFound,
-            message,
+            message: unknown.0,
         }
     }
 }

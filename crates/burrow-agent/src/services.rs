@@ -18,6 +18,7 @@ use crate::agent::Agent;
 use crate::reaper::WaitStatus;
 use crate::ring::OutputRing;
 use crate::spawn::{Program, nonblocking, pipe as make_pipe, spawn};
+use crate::unknown::Unknown;
 
 /// Log a service keeps.
 const LOG_BUFFER: usize = 4 << 20;
@@ -89,12 +90,12 @@ impl Services {
     }
 
     /// A service by name.
-    pub fn get(&self, name: &str) -> ServiceResult<Rc<Service>> {
+    pub fn get(&self, name: &str) -> Result<Rc<Service>, Unknown> {
         self.services
             .borrow()
             .get(name)
             .cloned()
-            .ok_or_else(|| format!("no service named {name}; see `burrow service list`"))
+            .ok_or_else(|| Unknown::new("service", name))
     }
 
     /// Every service.

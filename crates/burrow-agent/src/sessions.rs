@@ -24,6 +24,7 @@ use tokio::sync::{Notify, oneshot};
 use crate::agent::Agent;
 use crate::reaper::WaitStatus;
 use crate::spawn::{Program, nonblocking, pipe, spawn};
+use crate::unknown::Unknown;
 
 /// How long a timed-out command gets after SIGINT, and then after SIGKILL to what it started,
 /// before the shell itself is replaced.
@@ -133,21 +134,21 @@ impl Sessions {
     }
 
     /// A session by name.
-    pub fn get(&self, name: &str) -> SessionResult<Rc<Session>> {
+    pub fn get(&self, name: &str) -> Result<Rc<Session>, Unknown> {
         self.sessions
             .borrow()
             .get(name)
             .cloned()
-            .ok_or_else(|| format!("no session named {name}; see `burrow session list`"))
+            .ok_or_else(|| Unknown::new("session", name))
     }
 
     /// Ends a session and everything its shell started.
-    pub fn close(&self, name: &str) -> SessionResult<()> {
+    pub fn close(&self, name: &str) -> Result<(), Unknown> {
         let session = self
             .sessions
             .borrow_mut()
             .remove(name)
-            .ok_or_else(|| format!("no session named {name}; see `burrow session list`"))?;
+            .ok_or_else(|| Unknown::new("session", name))?;
         if let Some(process) = session.process.borrow_mut().take() {
             crate::exec::kill_group(process.pid as i32, libc::SIGKILL);
         }

@@ -17,6 +17,7 @@ use tokio::io::unix::AsyncFd;
 use crate::agent::Agent;
 use crate::ring::OutputRing;
 use crate::spawn::{Program, spawn};
+use crate::unknown::Unknown;
 
 /// Output a shell keeps for readers.
 const SHELL_BUFFER: usize = 1 << 20;
@@ -111,21 +112,21 @@ impl Shells {
     }
 
     /// A shell by name.
-    pub fn get(&self, name: &str) -> ShellResult<Rc<Shell>> {
+    pub fn get(&self, name: &str) -> Result<Rc<Shell>, Unknown> {
         self.shells
             .borrow()
             .get(name)
             .cloned()
-            .ok_or_else(|| format!("no shell named {name}; see `burrow shell list`"))
+            .ok_or_else(|| Unknown::new("shell", name))
     }
 
     /// Ends a shell: hang-up to its session, then SIGKILL.
-    pub fn close(&self, name: &str) -> ShellResult<()> {
+    pub fn close(&self, name: &str) -> Result<(), Unknown> {
         let shell = self
             .shells
             .borrow_mut()
             .remove(name)
-            .ok_or_else(|| format!("no shell named {name}; see `burrow shell list`"))?;
+            .ok_or_else(|| Unknown::new("shell", name))?;
         let group = shell.pid as i32;
         crate::exec::kill_group(group, libc::SIGHUP);
         crate::exec::kill_group(group, libc::SIGCONT);

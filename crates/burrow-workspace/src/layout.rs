@@ -4,6 +4,7 @@
 //! $BURROW_HOME/
 //!   state.db                     workspaces, snapshots, audit (SQLite, WAL)
 //!   names/NAME -> ../workspaces/ID   name resolution without opening the database
+//!   incoming/ID/                 a workspace directory being made, locked, before it moves in
 //!   workspaces/ID/
 //!     layers/seed/               the baseline (read-only lower layer)
 //!     layers/SNAPSHOT_ID/        frozen upper layers, stacked above the seed
@@ -57,6 +58,12 @@ impl StateDir {
     /// Directories on their way out (deleted workspaces).
     pub fn trash(&self) -> PathBuf {
         self.root.join("trash")
+    }
+
+    /// Workspace directories being made. Each moves into [`StateDir::workspaces`] with its lock
+    /// already held, so a directory there is never one whose creator lives but holds no lock.
+    pub fn incoming(&self) -> PathBuf {
+        self.root.join("incoming")
     }
 
     /// All workspaces' directories.

@@ -28,10 +28,10 @@ use crate::store::{AuditRecord, CellRecord, Lifecycle, StorageMode, Store, Works
 /// Forces a storage mode (`overlay` or `copy`) instead of probing the host.
 pub const STORAGE_ENV: &str = "BURROW_WORKSPACE_STORAGE";
 
-/// How old a workspace directory without a database row must be before start-up recovery
-/// takes it for the leftover of a killed create (a live create inserts its row within
+/// How old a directory in `incoming/` must be before recovery takes it for the leftover of a
+/// killed create (a live create locks it within microseconds and moves it within
 /// milliseconds).
-const ORPHAN_AGE: Duration = Duration::from_secs(60);
+const STAGING_AGE: Duration = Duration::from_secs(60);
 
 /// Limits of a seed.
 const SEED_LIMITS: ImportLimits = ImportLimits {
@@ -126,6 +126,7 @@ impl Workspaces {
             state.root().to_path_buf(),
             state.names(),
             state.workspaces(),
+            state.incoming(),
             state.trash(),
         ] {
             create_private_dir(&dir)?;
@@ -310,10 +311,9 @@ impl Workspaces {
             tenant: options.tenant.clone(),
         };
         let dir = self.state.workspace(&record.id);
-        create_private_dir(dir.root())?;
         // Held until the workspace is ready: recovery leaves a workspace alone while its
         // creator lives.
-        let _lock = WorkspaceLock::acquire(&dir.lock())?;
+        let _lock = self.make_locked_dir(&dir)?;
         if let Err(error) = self.store.insert_workspace(&record) {
             let _ = crate::tree::remove_tree(dir.root());
             return Err(match (&record.name, error) {
@@ -342,6 +342,27 @@ impl Workspaces {
             lifecycle: Lifecycle::Ready,
             ..record
         })
+    }
+
+    /// Makes `dir` and returns its held lock. The directory is made and locked in
+    /// `incoming/` and then renamed into place, so that recovery can take any unlocked
+    /// directory in `workspaces/` without a row for the leftover of a killed create.
+    fn make_locked_dir(&self, dir: &WorkspaceDir) -> Result<WorkspaceLock> {
+        let id = dir
+            .root()
+            .file_name()
+            .ok_or_else(|| WorkspaceError::Invalid("a workspace directory has no name".into()))?;
+        let staging = WorkspaceDir::new(self.state.incoming().join(id));
+        create_private_dir(staging.root())?;
+        let lock = WorkspaceLock::acquire(&staging.lock())?;
+        if let Err(error) = std::fs::rename(staging.root(), dir.root()) {
+            let _ = crate::tree::remove_tree(staging.root());
+            return Err(WorkspaceError::Io {
+                path: dir.root().to_owned(),
+                error,
+            });
+        }
+        Ok(lock)
     }
 
     fn populate(
@@ -742,17 +763,29 @@ impl Workspaces {
                 Lifecycle::Ready => self.recover_ready(&dir, record)?,
             }
         }
-        // Directories without a row: a create killed before it inserted one. Other processes
-        // create workspaces meanwhile (a server, other CLI calls): a directory made after
-        // `records` was read, or one whose create has not yet taken its lock, is not an
-        // orphan. So only old directories are looked at, and the row is checked again under
-        // the lock.
+        // Directories a killed create left in `incoming/`. One there may be a live create
+        // that has made it but not yet locked it, so only old ones are taken; they are
+        // nobody's workspace, and waiting costs nothing but their few bytes.
+        if let Ok(entries) = std::fs::read_dir(self.state.incoming()) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if older_than(&path, STAGING_AGE)
+                    && WorkspaceLock::try_acquire(&path.join("lock"))?.is_some()
+                {
+                    let _ = crate::tree::remove_tree(&path);
+                }
+            }
+        }
+        // Directories without a row: a create killed before it inserted one. A directory
+        // enters `workspaces/` already locked by its creator (see `make_locked_dir`), so one
+        // whose lock is free and which still has no row under that lock is an orphan; one
+        // made after `records` was read is checked against the row again for that reason.
         let known: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
         if let Ok(entries) = std::fs::read_dir(self.state.workspaces()) {
             for entry in entries.flatten() {
                 let name = entry.file_name();
                 let Some(id) = name.to_str() else { continue };
-                if known.contains(&id) || !older_than(&entry.path(), ORPHAN_AGE) {
+                if known.contains(&id) {
                     continue;
                 }
                 let dir = self.state.workspace(id);

@@ -95,12 +95,21 @@ fn an_interrupted_create_and_an_orphaned_directory_are_removed() {
         .store()
         .set_lifecycle(&id, Lifecycle::Creating)
         .unwrap();
+    // A create killed after moving its directory in, before inserting its row: taken at
+    // once, however young.
     let orphan = root.path().join("workspaces/bbbbbbbbbbbb");
     std::fs::create_dir_all(orphan.join("upper")).unwrap();
-    age(&orphan);
-    // A directory just made is another process's create that has not inserted its row yet.
-    let young = root.path().join("workspaces/cccccccccccc");
-    std::fs::create_dir_all(young.join("upper")).unwrap();
+    // A create still alive between the two holds the directory's lock: left alone.
+    let moving_in = root.path().join("workspaces/dddddddddddd");
+    std::fs::create_dir_all(&moving_in).unwrap();
+    let held = WorkspaceLock::acquire(&moving_in.join("lock")).unwrap();
+    // In `incoming/`, a young directory may be a create that has not locked it yet; an old
+    // unlocked one is a killed create's.
+    let young = root.path().join("incoming/cccccccccccc");
+    std::fs::create_dir_all(&young).unwrap();
+    let stale = root.path().join("incoming/eeeeeeeeeeee");
+    std::fs::create_dir_all(&stale).unwrap();
+    age(&stale);
     drop(workspaces);
 
     let workspaces = Workspaces::open(root.path()).unwrap();
@@ -109,9 +118,11 @@ fn an_interrupted_create_and_an_orphaned_directory_are_removed() {
     assert!(!root.path().join("names/half").exists());
     assert!(!orphan.exists());
     assert!(
-        young.exists(),
+        moving_in.exists() && young.exists(),
         "a create in progress elsewhere was taken for an orphan"
     );
+    assert!(!stale.exists());
+    drop(held);
     assert_eq!(
         std::fs::read_dir(root.path().join("trash"))
             .unwrap()

@@ -221,6 +221,15 @@ def _read_until(client: burrow.Client, ws: str, shell: str, cursor: int, needle:
     return cursor, seen
 
 
+def _wait_for_process(client: burrow.Client, ws: str, comm: str) -> None:
+    """Waits (10 s at most) until a process named ``comm`` runs in the workspace's cell."""
+    probe = f'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = {comm} ] && exit 0; done; exit 1'
+    deadline = time.monotonic() + 10
+    while client.exec(ws, probe)["exit_code"] != 0:
+        assert time.monotonic() < deadline, f"no {comm} process in {ws}"
+        time.sleep(0.05)
+
+
 def test_shell(alpha: burrow.Client, ws: str) -> None:
     opened = alpha.shell_open(ws, cols=100, rows=20)
     shell = opened["shell"]
@@ -231,7 +240,7 @@ def test_shell(alpha: burrow.Client, ws: str) -> None:
     # goes to the shell itself (as a Ctrl-C typed too early would).
     alpha.shell_write(ws, shell, "echo started-$((1+2)); sleep 100")
     cursor, _ = _read_until(alpha, ws, shell, cursor, "started-3")
-    time.sleep(0.2)
+    _wait_for_process(alpha, ws, "sleep")
     alpha.shell_signal(ws, shell, "INT")
     alpha.shell_resize(ws, shell, 80, 24)
     listed = {s["shell"]: s for s in alpha.shell_list(ws)}

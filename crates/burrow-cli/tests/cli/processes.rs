@@ -3,9 +3,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::time::Duration;
 
 use crate::cell_test;
+use crate::workspace_harness::eventually;
 
 /// Whether a host process whose command line contains `marker` still exists.
 fn process_with_marker_exists(marker: &str) -> bool {
@@ -30,17 +30,6 @@ fn next_line(reader: &mut BufReader<std::process::ChildStdout>) -> String {
     let mut line = String::new();
     reader.read_line(&mut line).unwrap();
     line
-}
-
-/// Polls a condition for up to `seconds` (for process teardown, not a timing assertion).
-fn eventually(seconds: u64, mut condition: impl FnMut() -> bool) -> bool {
-    for _ in 0..seconds * 20 {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    condition()
 }
 
 cell_test!(capabilities_are_dropped_and_filters_applied, |t| {

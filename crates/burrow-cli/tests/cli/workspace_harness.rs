@@ -108,6 +108,32 @@ impl Harness {
     }
 
     /// `burrow ws status --json`.
+    /// Waits (10 s at most) until a process whose name is `comm` runs in `ws`'s cell: a
+    /// signal meant for a shell's foreground job must not reach the shell before the job runs.
+    pub fn wait_for_process(&self, ws: &str, comm: &str) {
+        let script = format!(
+            "for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = {comm} ] && exit 0; done; exit 1"
+        );
+        assert!(
+            eventually(10, || self
+                .call(&["exec", ws, "--", "sh", "-c", &script])
+                .status
+                == 0),
+            "no `{comm}` process appeared in {ws}"
+        );
+    }
+
+    /// Waits (10 s at most) until `burrow ARGS` prints `expected`, and returns what it printed
+    /// last: for output a process in the cell writes in its own time.
+    pub fn ok_eventually(&self, args: &[&str], expected: &str) -> String {
+        let mut last = String::new();
+        eventually(10, || {
+            last = self.ok(args);
+            last == expected
+        });
+        last
+    }
+
     pub fn status(&self, ws: &str) -> Value {
         self.call(&["ws", "status", "--json", ws]).json()
     }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::cell_test;
+use crate::workspace_harness::eventually;
 
 const TOKEN: &str = "hunter2-s3cr3t-v4lue";
 
@@ -160,8 +161,13 @@ cell_test!(a_secret_split_across_reads_is_still_redacted, |t| {
         "-c",
         &format!("{SPLIT}; exec sleep 300"),
     ]);
-    std::thread::sleep(Duration::from_millis(1500));
-    let logs = t.ok(&["service", "logs", "split", "leaky", "--all"]);
+    // Read while the secret is half written, too: no read may show a part of it.
+    let mut logs = String::new();
+    eventually(10, || {
+        logs = t.ok(&["service", "logs", "split", "leaky", "--all"]);
+        assert!(!logs.contains("s3c") && !logs.contains("hunter"), "{logs}");
+        logs == "[REDACTED:TOKEN]\n"
+    });
     assert_eq!(logs, "[REDACTED:TOKEN]\n");
 });
 
@@ -276,9 +282,11 @@ cell_test!(every_surface_takes_secrets_and_redacts_them, |t| {
         "-c",
         "echo \"svc-$TOKEN\"; exec sleep 300",
     ]);
-    std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
-        t.ok(&["service", "logs", "all", "talker"]),
+        t.ok_eventually(
+            &["service", "logs", "all", "talker"],
+            "svc-[REDACTED:TOKEN]\n"
+        ),
         "svc-[REDACTED:TOKEN]\n"
     );
 });

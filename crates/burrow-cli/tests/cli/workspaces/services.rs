@@ -165,12 +165,9 @@ cell_test!(logs_keep_order_and_restarts_happen_on_failure, |t| {
         "-c",
         "for i in 1 2 3 4 5; do echo out-$i; echo err-$i >&2; done; exec sleep 300",
     ]);
-    std::thread::sleep(Duration::from_millis(300));
-    let all = t.ok(&["service", "logs", "logs", "talk", "--all"]);
-    assert_eq!(
-        all,
-        "out-1\nerr-1\nout-2\nerr-2\nout-3\nerr-3\nout-4\nerr-4\nout-5\nerr-5\n"
-    );
+    let expected = "out-1\nerr-1\nout-2\nerr-2\nout-3\nerr-3\nout-4\nerr-4\nout-5\nerr-5\n";
+    let all = t.ok_eventually(&["service", "logs", "logs", "talk", "--all"], expected);
+    assert_eq!(all, expected);
     assert_eq!(
         t.ok(&["service", "logs", "logs", "talk", "--tail", "2"]),
         "out-5\nerr-5\n"

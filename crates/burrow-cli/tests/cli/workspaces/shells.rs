@@ -111,7 +111,7 @@ cell_test!(signals_resizing_and_escapes, |t| {
     let (_, cursor) = t.shell_until("sig", &shell, cursor, "50 132");
     // ^C reaches the foreground job, not the shell, which is back at its prompt with $? 130.
     t.ok(&["shell", "write", "sig", &shell, "sleep 300"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    t.wait_for_process("sig", "sleep");
     t.ok(&["shell", "signal", "sig", &shell, "int"]);
     t.ok(&["shell", "write", "sig", &shell, "echo after-sleep-$?"]);
     let (seen, cursor) = t.shell_until("sig", &shell, cursor, "after-sleep-130");

@@ -4,9 +4,8 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-use super::testutil::{Layers, Outside, leaks};
+use super::testutil::{Layers, Outside, leaks, listings, never_blocks};
 use super::{LayerEntryKind, LayerStack, Node, NodeKind};
 use crate::error::WorkspaceError;
 
@@ -221,13 +220,12 @@ fn a_fifo_is_special_and_never_opened() {
     let stack = layers.stack(&["upper"]);
     let node = stack.lookup(Path::new("pipe")).unwrap().unwrap();
     assert_eq!(node.kind, NodeKind::Special);
-    let started = Instant::now();
     let forged = Node {
         kind: NodeKind::File,
         ..node
     };
-    assert!(stack.read_file(Path::new("pipe"), &forged, 100).is_err());
-    assert!(started.elapsed() < Duration::from_secs(5));
+    let read = never_blocks(move || stack.read_file(Path::new("pipe"), &forged, 100).is_err());
+    assert!(read, "a FIFO was read as a file");
 }
 
 #[test]
@@ -275,15 +273,15 @@ fn lookups_do_not_walk_a_large_seed() {
         layers.file("upper", &format!("d{n}/f{n}"), b"changed");
     }
     let stack = layers.stack(&["upper", "seed"]);
-    let started = Instant::now();
-    for n in 0..10 {
-        let path = format!("d{n}/f{n}");
-        assert_eq!(stack.lookup(Path::new(&path)).unwrap().unwrap().layer, 0);
-    }
-    let lookups = started.elapsed();
-    // Loose: a debug build on a loaded CI machine; the 20 ms budget is
-    // checked by the benchmarks.
-    assert!(lookups < Duration::from_millis(200), "{lookups:?}");
+    let ((), listed) = listings(|| {
+        for n in 0..10 {
+            let path = format!("d{n}/f{n}");
+            assert_eq!(stack.lookup(Path::new(&path)).unwrap().unwrap().layer, 0);
+        }
+    });
+    // A lookup follows its path name by name: no directory is listed (the time it takes is
+    // the benchmarks' business).
+    assert_eq!(listed, 0);
     assert!(stack.lookup(Path::new("d99/f99")).unwrap().is_some());
     assert!(stack.lookup(Path::new("d99/f100")).unwrap().is_none());
 }

@@ -29,6 +29,30 @@ pub(crate) fn tempdir() -> TempDir {
         .unwrap()
 }
 
+/// How many directories `operation` lists, on this thread.
+pub(crate) fn listings<T>(operation: impl FnOnce() -> T) -> (T, usize) {
+    let before = super::sys::LISTED.with(|listed| listed.get());
+    let value = operation();
+    let after = super::sys::LISTED.with(|listed| listed.get());
+    (value, after - before)
+}
+
+/// Runs `operation` on a thread of its own and returns what it returns; fails the test if it
+/// is still running after a minute. An operation that opened a FIFO would wait forever for a
+/// writer: this turns that hang into a failure (a guard, not a timing assertion).
+pub(crate) fn never_blocks<T: Send + 'static>(operation: impl FnOnce() -> T + Send + 'static) -> T {
+    use std::sync::mpsc::RecvTimeoutError;
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(operation());
+    });
+    match result.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(value) => value,
+        Err(RecvTimeoutError::Timeout) => panic!("still blocked after a minute: a FIFO was opened"),
+        Err(RecvTimeoutError::Disconnected) => panic!("the operation panicked"),
+    }
+}
+
 /// Layers under one temporary directory, created by name.
 pub(crate) struct Layers {
     pub(crate) dir: TempDir,

@@ -10,35 +10,25 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use burrow_policy::{Backend, PathContext, Policy};
+use burrow_policy::{PathContext, Policy};
 use serde::Serialize;
 
-use crate::archive::{ImportLimits, Source};
+mod create;
+mod recovery;
+
 use crate::cell;
 use crate::client::AgentClient;
 use crate::error::{Result, WorkspaceError};
 use crate::handle::Handle;
-use crate::info::{self, ExecInfo};
+use crate::info::ExecInfo;
 use crate::journal;
-use crate::layout::{SEED_LAYER, StateDir, WorkspaceDir};
+use crate::layout::{StateDir, WorkspaceDir};
 use crate::lock::WorkspaceLock;
-use crate::names::{looks_like_id, new_id, validate_name};
+use crate::names::new_id;
 use crate::store::{AuditRecord, CellRecord, Lifecycle, StorageMode, Store, WorkspaceRecord};
 
 /// Forces a storage mode (`overlay` or `copy`) instead of probing the host.
 pub const STORAGE_ENV: &str = "BURROW_WORKSPACE_STORAGE";
-
-/// How old a directory in `incoming/` must be before recovery takes it for the leftover of a
-/// killed create (a live create locks it within microseconds and moves it within
-/// milliseconds).
-const STAGING_AGE: Duration = Duration::from_secs(60);
-
-/// Limits of a seed.
-const SEED_LIMITS: ImportLimits = ImportLimits {
-    max_file: 1 << 30,
-    max_total: 16 << 30,
-    max_entries: 1_000_000,
-};
 
 /// How to make a workspace.
 #[derive(Debug, Clone)]
@@ -240,173 +230,6 @@ impl Workspaces {
         }
     }
 
-    /// Creates a workspace (stopped).
-    pub fn create(&mut self, options: &CreateOptions) -> Result<WorkspaceRecord> {
-        if let Some(tenant) = &options.tenant {
-            validate_name(tenant)?;
-        }
-        let tenant = options.tenant.as_deref();
-        if let Some(name) = &options.name {
-            validate_name(name)?;
-            if looks_like_id(name) {
-                return Err(WorkspaceError::Invalid(format!(
-                    "`{name}` looks like a workspace id; pick a name that does not"
-                )));
-            }
-            if self
-                .store
-                .find_workspace(&stored_name(tenant, name))?
-                .is_some()
-            {
-                return Err(WorkspaceError::NameTaken(name.clone()));
-            }
-        }
-        for key in options.labels.keys() {
-            validate_name(key).map_err(|_| {
-                WorkspaceError::Invalid(format!(
-                    "label `{key}`: use letters, digits, `.`, `_` and `-`"
-                ))
-            })?;
-        }
-        let (policy_file, policy_text) = workspace_policy(&options.policy, &options.context)?;
-        for (name, value) in &options.secrets {
-            crate::secrets::validate_secret_name(name)?;
-            crate::secrets::validate_secret_value(name, value)?;
-        }
-        // Rules and secrets that cannot make a redactor are refused before anything exists.
-        burrow_redact::Redactor::new(
-            &crate::secrets::for_redaction(&options.secrets),
-            &options.redact,
-        )
-        .map_err(|error| WorkspaceError::Invalid(error.to_string()))?;
-        // The seed is checked entirely before anything is made.
-        let seed = match &options.seed {
-            Some(path) => {
-                let source = Source::open(path)?;
-                let entries = source.scan(&SEED_LIMITS)?;
-                Some((source, entries))
-            }
-            None => None,
-        };
-        let mode = self.storage_mode()?;
-        let now = journal::now_ms() / 1000;
-        let record = WorkspaceRecord {
-            id: new_id(),
-            name: options
-                .name
-                .as_deref()
-                .map(|name| stored_name(tenant, name)),
-            created_at: now,
-            policy: policy_text,
-            mode,
-            // Rounded up to the second: a workspace lives at least as long as asked.
-            expires_at: options.ttl.map(|ttl| {
-                let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-                journal::now_ms().saturating_add(ttl_ms).saturating_add(999) / 1000
-            }),
-            labels: options.labels.clone(),
-            chain: Vec::new(),
-            cell: None,
-            lifecycle: Lifecycle::Creating,
-            tenant: options.tenant.clone(),
-        };
-        let dir = self.state.workspace(&record.id);
-        // Held until the workspace is ready: recovery leaves a workspace alone while its
-        // creator lives.
-        let _lock = self.make_locked_dir(&dir)?;
-        if let Err(error) = self.store.insert_workspace(&record) {
-            let _ = crate::tree::remove_tree(dir.root());
-            return Err(match (&record.name, error) {
-                (
-                    Some(name),
-                    WorkspaceError::Database(rusqlite::Error::SqliteFailure(failure, _)),
-                ) if failure.code == rusqlite::ErrorCode::ConstraintViolation => {
-                    WorkspaceError::NameTaken(shown_name(tenant, name))
-                }
-                (_, error) => error,
-            });
-        }
-        match self.populate(&dir, &record, policy_file, seed, options) {
-            Ok(()) => {}
-            Err(error) => {
-                self.discard(&record);
-                return Err(error);
-            }
-        }
-        self.store.set_lifecycle(&record.id, Lifecycle::Ready)?;
-        let _ = journal::append(
-            &dir.journal(),
-            &journal::record("create", record.name.clone().unwrap_or_default()),
-        );
-        Ok(WorkspaceRecord {
-            lifecycle: Lifecycle::Ready,
-            ..record
-        })
-    }
-
-    /// Makes `dir` and returns its held lock. The directory is made and locked in
-    /// `incoming/` and then renamed into place, so that recovery can take any unlocked
-    /// directory in `workspaces/` without a row for the leftover of a killed create.
-    fn make_locked_dir(&self, dir: &WorkspaceDir) -> Result<WorkspaceLock> {
-        let id = dir
-            .root()
-            .file_name()
-            .ok_or_else(|| WorkspaceError::Invalid("a workspace directory has no name".into()))?;
-        let staging = WorkspaceDir::new(self.state.incoming().join(id));
-        create_private_dir(staging.root())?;
-        let lock = WorkspaceLock::acquire(&staging.lock())?;
-        if let Err(error) = std::fs::rename(staging.root(), dir.root()) {
-            let _ = crate::tree::remove_tree(staging.root());
-            return Err(WorkspaceError::Io {
-                path: dir.root().to_owned(),
-                error,
-            });
-        }
-        Ok(lock)
-    }
-
-    fn populate(
-        &self,
-        dir: &WorkspaceDir,
-        record: &WorkspaceRecord,
-        policy: burrow_policy::PolicyFile,
-        seed: Option<(Source, Vec<crate::archive::ImportEntry>)>,
-        options: &CreateOptions,
-    ) -> Result<()> {
-        crate::secrets::save(dir, &options.secrets)?;
-        create_private_dir(&dir.layers())?;
-        create_private_dir(&dir.trash())?;
-        let seed_dir = dir.layer(SEED_LAYER);
-        match seed {
-            Some((source, entries)) => {
-                crate::tree::materialize(&source, &entries, &seed_dir)?;
-            }
-            None => std::fs::create_dir(&seed_dir).map_err(WorkspaceError::io(&seed_dir))?,
-        }
-        match record.mode {
-            StorageMode::Overlay => {
-                for path in [dir.upper(), dir.work()] {
-                    std::fs::create_dir(&path).map_err(WorkspaceError::io(&path))?;
-                }
-            }
-            StorageMode::Copy => {
-                crate::tree::copy_tree(&seed_dir, &dir.tree())?;
-            }
-        }
-        ExecInfo {
-            id: record.id.clone(),
-            name: record.name.clone(),
-            policy,
-            expires_at: record.expires_at,
-            redact: options.redact.clone(),
-        }
-        .write(dir)?;
-        if let Some(name) = &record.name {
-            info::link_name(&self.state, name, &record.id)?;
-        }
-        Ok(())
-    }
-
     /// Removes a workspace's files, name link and row (a failed create, a delete, recovery).
     fn discard(&mut self, record: &WorkspaceRecord) {
         let dir = self.state.workspace(&record.id);
@@ -439,53 +262,6 @@ impl Workspaces {
         if let Err(error) = self.store.delete_workspace(&record.id) {
             tracing::warn!(%error, "could not remove a workspace's row");
         }
-    }
-
-    /// Whether overlayfs works for workspaces here; probed once per kernel and remembered.
-    fn storage_mode(&self) -> Result<StorageMode> {
-        match std::env::var(STORAGE_ENV).as_deref() {
-            Ok("copy") => return Ok(StorageMode::Copy),
-            Ok("overlay") => return Ok(StorageMode::Overlay),
-            Ok(other) if !other.is_empty() => {
-                return Err(WorkspaceError::Invalid(format!(
-                    "{STORAGE_ENV}={other}: use `overlay` or `copy`"
-                )));
-            }
-            _ => {}
-        }
-        let kernel = rustix::system::uname()
-            .release()
-            .to_string_lossy()
-            .into_owned();
-        let cache = self.state.root().join("storage");
-        if let Ok(text) = std::fs::read_to_string(&cache)
-            && let Some((mode, release)) = text.trim().split_once(' ')
-            && release == kernel
-        {
-            return Ok(if mode == "copy" {
-                StorageMode::Copy
-            } else {
-                StorageMode::Overlay
-            });
-        }
-        let scratch = self.state.trash().join(format!("probe-{}", new_id()));
-        create_private_dir(&scratch)?;
-        let works = burrow_sandbox::probe::overlay_in_user_namespace(Some(&scratch));
-        let _ = crate::tree::remove_tree(&scratch);
-        let mode = match works {
-            Ok(()) => StorageMode::Overlay,
-            Err(error) => {
-                tracing::info!(%error, "overlayfs is not available to workspaces; they will copy");
-                StorageMode::Copy
-            }
-        };
-        let word = if mode == StorageMode::Copy {
-            "copy"
-        } else {
-            "overlay"
-        };
-        let _ = std::fs::write(&cache, format!("{word} {kernel}\n"));
-        Ok(mode)
     }
 
     /// Every workspace, oldest first.
@@ -728,136 +504,6 @@ impl Workspaces {
         self.store.audit(&record.id)
     }
 
-    /// Finishes or undoes what killed processes left half done.
-    fn recover(&mut self) -> Result<()> {
-        // Directories moved aside for removal.
-        if let Ok(entries) = std::fs::read_dir(self.state.trash()) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if WorkspaceLock::try_acquire(&path.join("lock"))?.is_some() {
-                    let _ = crate::tree::remove_tree(&path);
-                }
-            }
-        }
-        let records = self.store.list_workspaces()?;
-        for record in &records {
-            let dir = self.state.workspace(&record.id);
-            match record.lifecycle {
-                Lifecycle::Creating | Lifecycle::Deleting => {
-                    let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? else {
-                        continue; // its create or delete is running
-                    };
-                    // Read again under the lock: a create that finished after `records` was
-                    // read has made the workspace ready, and it must not be discarded.
-                    let Some(current) = self.row(&record.id)? else {
-                        continue;
-                    };
-                    if current.lifecycle == Lifecycle::Ready {
-                        continue;
-                    }
-                    if let Some(cell) = &current.cell {
-                        cell::stop(&dir, cell);
-                    }
-                    self.discard(&current);
-                }
-                Lifecycle::Ready => self.recover_ready(&dir, record)?,
-            }
-        }
-        // Directories a killed create left in `incoming/`. One there may be a live create
-        // that has made it but not yet locked it, so only old ones are taken; they are
-        // nobody's workspace, and waiting costs nothing but their few bytes.
-        if let Ok(entries) = std::fs::read_dir(self.state.incoming()) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if older_than(&path, STAGING_AGE)
-                    && WorkspaceLock::try_acquire(&path.join("lock"))?.is_some()
-                {
-                    let _ = crate::tree::remove_tree(&path);
-                }
-            }
-        }
-        // Directories without a row: a create killed before it inserted one. A directory
-        // enters `workspaces/` already locked by its creator (see `make_locked_dir`), so one
-        // whose lock is free and which still has no row under that lock is an orphan; one
-        // made after `records` was read is checked against the row again for that reason.
-        let known: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
-        if let Ok(entries) = std::fs::read_dir(self.state.workspaces()) {
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(id) = name.to_str() else { continue };
-                if known.contains(&id) {
-                    continue;
-                }
-                let dir = self.state.workspace(id);
-                let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? else {
-                    continue;
-                };
-                if self.row(id)?.is_none() {
-                    let aside = self.state.trash().join(format!("{id}-{}", new_id()));
-                    if std::fs::rename(dir.root(), &aside).is_ok() {
-                        let _ = crate::tree::remove_tree(&aside);
-                    }
-                }
-            }
-        }
-        // Name links whose workspace is gone.
-        if let Ok(entries) = std::fs::read_dir(self.state.names()) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if std::fs::metadata(&path).is_err() {
-                    let _ = std::fs::remove_file(&path);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The row of the workspace with id `id`, as it is now.
-    fn row(&self, id: &str) -> Result<Option<WorkspaceRecord>> {
-        Ok(self
-            .store
-            .find_workspace(id)?
-            .filter(|record| record.id == id))
-    }
-
-    fn recover_ready(&mut self, dir: &WorkspaceDir, record: &WorkspaceRecord) -> Result<()> {
-        let dead_cell = record.cell.as_ref().filter(|cell| !cell::is_alive(cell));
-        let snapshots = self.store.snapshots(&record.id)?;
-        let unfinished: Vec<_> = snapshots.iter().filter(|s| !s.complete).collect();
-        let journal_waiting = std::fs::metadata(dir.journal()).is_ok_and(|m| m.len() > 0);
-        let trash_waiting = std::fs::read_dir(dir.trash()).is_ok_and(|mut d| d.next().is_some());
-        if dead_cell.is_none() && unfinished.is_empty() && !journal_waiting && !trash_waiting {
-            return Ok(());
-        }
-        let Some(_lock) = WorkspaceLock::try_acquire(&dir.lock())? else {
-            return Ok(());
-        };
-        // Read again under the lock: another process may have changed it since (started a
-        // new cell, finished a snapshot, deleted it).
-        let Some(record) = self.row(&record.id)? else {
-            return Ok(());
-        };
-        let record = &record;
-        let dead_cell = record.cell.as_ref().filter(|cell| !cell::is_alive(cell));
-        let snapshots = self.store.snapshots(&record.id)?;
-        let unfinished: Vec<_> = snapshots.iter().filter(|s| !s.complete).collect();
-        if let Some(cell) = dead_cell {
-            cell::clean_up(dir, cell);
-            self.store.set_cell(&record.id, None)?;
-        }
-        for snapshot in unfinished {
-            crate::versions::undo_snapshot(dir, record.mode, &snapshot.id)?;
-            self.store.delete_snapshot(&snapshot.id)?;
-        }
-        if journal_waiting {
-            journal::ingest(&dir.journal(), &mut self.store, &record.id)?;
-        }
-        if trash_waiting {
-            crate::versions::empty_trash(dir);
-        }
-        Ok(())
-    }
-
     /// Runs `change` on a workspace's files with its cell stopped, then starts the cell again
     /// if it was running: reset and snapshot cannot change layers under a mounted overlay.
     pub(crate) fn with_cell_stopped<T>(
@@ -894,40 +540,6 @@ fn push_secrets(dir: &WorkspaceDir, even_none: bool) -> Result<()> {
     client.set_secrets(secrets.into_iter().collect())
 }
 
-/// The policy a workspace stores: its own paths made absolute (it outlives the directory it
-/// was created from), and no writable working directory (the workspace is what is writable).
-fn workspace_policy(
-    policy: &Policy,
-    context: &PathContext,
-) -> Result<(burrow_policy::PolicyFile, String)> {
-    if policy.backend != Backend::Sandbox {
-        return Err(WorkspaceError::Invalid(
-            "workspaces need the sandbox backend; drop --backend host".to_owned(),
-        ));
-    }
-    let mut policy = policy.clone();
-    policy.filesystem.write_cwd = false;
-    let bare = PathContext {
-        cwd: context.cwd.clone(),
-        home: context.home.clone(),
-        state_dir: None,
-    };
-    let mut writes = policy.clone();
-    writes.filesystem.hide.clear();
-    writes.filesystem.hide_credentials = false;
-    let mut hides = policy.clone();
-    hides.filesystem.write.clear();
-    hides.filesystem.hide_credentials = false;
-    policy.filesystem.write = writes.resolve_filesystem(&bare)?.writable;
-    policy.filesystem.hide = hides.resolve_filesystem(&bare)?.hidden;
-    // The whole set checked together, as a cell will use it.
-    policy.resolve_filesystem(context)?;
-    let file = policy.to_file();
-    let text = toml::to_string(&file)
-        .map_err(|error| WorkspaceError::Invalid(format!("cannot store the policy: {error}")))?;
-    Ok((file, text))
-}
-
 /// A stored workspace's policy.
 pub(crate) fn policy_of(record: &WorkspaceRecord) -> Result<Policy> {
     let file = burrow_policy::PolicyFile::from_toml(&record.policy, "the workspace's policy")?;
@@ -954,12 +566,4 @@ impl CellRecord {
     pub fn is_alive(&self) -> bool {
         cell::is_alive(self)
     }
-}
-
-/// Whether `path` was last modified more than `age` ago (an unreadable time counts as old).
-fn older_than(path: &Path, age: Duration) -> bool {
-    std::fs::symlink_metadata(path)
-        .and_then(|metadata| metadata.modified())
-        .map(|modified| modified.elapsed().is_ok_and(|elapsed| elapsed > age))
-        .unwrap_or(true)
 }

@@ -1,5 +1,5 @@
 //! Interactive shells on pseudo-terminals. Each lives in the cell until it exits or is closed,
-//! whatever the connection that opened it does; its output goes to a bounded [`OutputRing`]
+//! whatever the connection that opened it does; its output goes to a bounded ring (`ring.rs`)
 //! read by cursor.
 
 use std::cell::{Cell, RefCell};

@@ -5,9 +5,9 @@
 //! regex is cheaper, and `PiiMatcher::scan` falls back to it.
 //!
 //! Each check is a *necessary* condition for a match of the pattern as
-//! written in `pii.rs` (before validation), so skipping the rest of the text
-//! changes nothing; the tests compare every result with a search that uses
-//! no prefilter.
+//! written in `pii/patterns.rs` (before validation), so skipping the rest of
+//! the text changes nothing; the tests compare every result with a search
+//! that uses no prefilter.
 //!
 //! Two kinds of scan:
 //!
@@ -34,7 +34,8 @@
 use memchr::{memchr2_iter, memmem};
 
 /// Longest host of a bare URL with a path: a label of 63 bytes and 16 more
-/// of 64 with their dots (`LABEL` and `URL_MAX_LABELS` in `pii.rs`).
+/// of 64 with their dots (`LABEL` and `URL_MAX_LABELS` in
+/// `pii/patterns.rs`).
 const MAX_HOST: usize = 63 + 16 * 64;
 /// Longest email local part.
 const MAX_LOCAL: usize = 64;

@@ -23,7 +23,7 @@ const CHILD_STACK: usize = 64 * 1024;
 pub struct CommandSpawn<'a> {
     /// The program's path.
     pub program: &'a CStr,
-    /// argv, argv[0] included.
+    /// argv, `argv[0]` included.
     pub argv: &'a [CString],
     /// The whole environment, as `NAME=value`.
     pub envp: &'a [CString],

@@ -2,7 +2,7 @@
 //!
 //! Every handler is the same few steps — authenticate, build the operation's input from the
 //! path, query and body, run the operation on the blocking pool, answer JSON — so the routes
-//! are a table ([`routes::table`]) rather than a function each.
+//! are a table (`routes::table`) rather than a function each.
 
 mod input;
 mod openapi;

@@ -28,8 +28,10 @@ import urllib.parse
 
 from timing import measure, measure_async, stats
 
+import httpx  # the MCP SDK's own HTTP client
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 burrow, cli_workspace, url = sys.argv[1], sys.argv[2], sys.argv[3]
 runs, duration, clients = int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
@@ -79,24 +81,11 @@ async def mcp_stdio():
 async def mcp_http():
     endpoint = f"{url}/mcp"
     auth = {"Authorization": f"Bearer {token}"}
-    try:
-        from mcp.client.streamable_http import streamable_http_client
-    except ImportError:  # an mcp 1.x from before streamable_http_client
-        streamable_http_client = None
-    if streamable_http_client is not None:
-        import httpx  # the MCP SDK's own HTTP client
-
-        async with httpx.AsyncClient(headers=auth, trust_env=False, timeout=httpx.Timeout(30, read=300)) as client:
-            async with streamable_http_client(endpoint, http_client=client) as (read, write, _):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    return await mcp_http_loop(session)
-    from mcp.client.streamable_http import streamablehttp_client
-
-    async with streamablehttp_client(endpoint, headers=auth) as (read, write, _):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            return await mcp_http_loop(session)
+    async with httpx.AsyncClient(headers=auth, trust_env=False, timeout=httpx.Timeout(30, read=300)) as client:
+        async with streamable_http_client(endpoint, http_client=client) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await mcp_http_loop(session)
 
 
 async def mcp_http_loop(session):

@@ -16,7 +16,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python="${PYTHON:-python3}"
 
 ready() {
-    "$venv/bin/python" -I -c "import mcp, pytest, langchain.agents.middleware.shell_tool, burrow; from mcp.client.streamable_http import streamablehttp_client" \
+    "$venv/bin/python" -I -c "import mcp, pytest, langchain.agents.middleware.shell_tool, burrow; from mcp.client.streamable_http import streamable_http_client" \
         >/dev/null 2>&1
 }
 
@@ -27,7 +27,8 @@ fi
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check --quiet)
 
-"${pip[@]}" install pytest "mcp<2"
+# 1.30 has streamable_http_client, the client that takes its own httpx client.
+"${pip[@]}" install pytest "mcp>=1.30,<2"
 "${pip[@]}" install certifi "httpx>=0.23.0" "jsonpatch>=1.33.0" "langchain-protocol>=0.0.20" \
     "langsmith<1.0.0,>=0.14.9" "packaging>=23.2.0" "pydantic<3.0.0,>=2.7.4" "pyyaml>=5.3.0" \
     "tenacity!=8.4.0,>=8.1.0" "typing-extensions>=4.7.0" "uuid-utils>=0.12.0" \

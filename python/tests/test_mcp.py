@@ -22,8 +22,10 @@ import pytest
 
 pytest.importorskip("mcp")
 
+import httpx  # noqa: E402  (the MCP SDK's own HTTP client)
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from conftest import PATCH, Server, burrow_env, raw_request, run_burrow  # noqa: E402
 
@@ -112,24 +114,8 @@ async def stdio_session(burrow_bin: str, home: Path, profile: str) -> AsyncItera
 async def http_session(server: Server, token: str) -> AsyncIterator[ClientSession]:
     url = f"{server.url}/mcp"
     headers = {"Authorization": f"Bearer {token}"}
-    try:
-        from mcp.client.streamable_http import streamable_http_client
-    except ImportError:  # an mcp 1.x from before streamable_http_client
-        streamable_http_client = None
-    if streamable_http_client is not None:
-        import httpx
-
-        async with httpx.AsyncClient(
-            headers=headers, trust_env=False, timeout=httpx.Timeout(30, read=300)
-        ) as http:
-            async with streamable_http_client(url, http_client=http) as (read, write, _):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    yield session
-    else:
-        from mcp.client.streamable_http import streamablehttp_client
-
-        async with streamablehttp_client(url, headers=headers) as (read, write, _):
+    async with httpx.AsyncClient(headers=headers, trust_env=False, timeout=httpx.Timeout(30, read=300)) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write, _):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 yield session

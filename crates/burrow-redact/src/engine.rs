@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 use regex_automata::hybrid::dfa::Cache as DfaCache;
 
-use crate::pii::{PiiCaches, PiiMatcher};
+use crate::pii::{PiiCaches, PiiMatch, PiiMatcher};
 use crate::secret::SecretMatcher;
 
 /// Receives the pieces of the output in order. Positions are indices into
@@ -228,13 +228,7 @@ impl Inner {
             let mut scan = pii.scan(hay, at - gap, &mut scratch.regions);
             while let Some(found) = scan.find(caches, at - gap) {
                 sink.plain(buf, at, gap + found.start);
-                scratch.replacement.clear();
-                pii.write_replacement(
-                    &found,
-                    &hay[found.start..found.end],
-                    &mut scratch.replacement,
-                );
-                sink.replaced(gap + found.start, gap + found.end, &scratch.replacement);
+                replace_match(pii, &found, hay, gap, &mut scratch.replacement, sink);
                 at = gap + found.end;
             }
         }
@@ -269,13 +263,7 @@ impl Inner {
                 break;
             };
             sink.plain(buf, gap + at, gap + found.start);
-            scratch.replacement.clear();
-            pii.write_replacement(
-                &found,
-                &hay[found.start..found.end],
-                &mut scratch.replacement,
-            );
-            sink.replaced(gap + found.start, gap + found.end, &scratch.replacement);
+            replace_match(pii, &found, hay, gap, &mut scratch.replacement, sink);
             at = found.end;
             if at > hold {
                 hold = first_undecided(pii, caches.grow(), hay, at, &mut decided);
@@ -334,4 +322,19 @@ fn first_undecided(
     }
     *decided = pos;
     pos
+}
+
+/// Hands `sink` what replaces the PII match `found` of `hay`, a slice that starts at `gap` in
+/// the buffer being redacted; `replacement` is scratch space.
+fn replace_match(
+    pii: &PiiMatcher,
+    found: &PiiMatch,
+    hay: &[u8],
+    gap: usize,
+    replacement: &mut Vec<u8>,
+    sink: &mut dyn Sink,
+) {
+    replacement.clear();
+    pii.write_replacement(found, &hay[found.start..found.end], replacement);
+    sink.replaced(gap + found.start, gap + found.end, replacement);
 }

@@ -95,7 +95,7 @@ impl Workspaces {
         let dir = self.state.workspace(&record.id);
         // Held until the workspace is ready: recovery leaves a workspace alone while its
         // creator lives.
-        let _lock = self.make_locked_dir(&dir)?;
+        let _lock = self.make_locked_dir(&record.id)?;
         if let Err(error) = self.store.insert_workspace(&record) {
             let _ = crate::tree::remove_tree(dir.root());
             return Err(match (&record.name, error) {
@@ -126,14 +126,11 @@ impl Workspaces {
         })
     }
 
-    /// Makes `dir` and returns its held lock. The directory is made and locked in
+    /// Makes workspace `id`'s directory and returns its held lock. It is made and locked in
     /// `incoming/` and then renamed into place, so that recovery can take any unlocked
     /// directory in `workspaces/` without a row for the leftover of a killed create.
-    fn make_locked_dir(&self, dir: &WorkspaceDir) -> Result<WorkspaceLock> {
-        let id = dir
-            .root()
-            .file_name()
-            .ok_or_else(|| WorkspaceError::Invalid("a workspace directory has no name".into()))?;
+    fn make_locked_dir(&self, id: &str) -> Result<WorkspaceLock> {
+        let dir = self.state.workspace(id);
         let staging = WorkspaceDir::new(self.state.incoming().join(id));
         create_private_dir(staging.root())?;
         let lock = WorkspaceLock::acquire(&staging.lock())?;
